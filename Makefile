@@ -1,0 +1,40 @@
+# Every target sets up .venv as needed; a fresh machine needs only python3 and pip
+# (and node/npm for the Cosmos DB emulator the storage tests run against).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint typecheck pytest serve bench emulator clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+emulator:
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tools/cosmos-emulator && npm ci --silent --no-audit --no-fund; \
+	else echo "npm not found: Cosmos DB tests will be skipped"; fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check checkflow tests bench samples
+	$(BIN)/mypy
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: $(STAMP) emulator lint pytest
+
+serve: $(STAMP)
+	$(BIN)/python -m checkflow serve samples.approval:workflow
+
+bench: $(STAMP)
+	$(BIN)/python bench/codec_and_storage.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,323 @@
+"""Every error checkflow raises on purpose, in one hierarchy.
+
+Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
+
+    CheckflowError
+    ├── StateError                          the state codec
+    │   ├── UnregisteredStateTypeError      a value (or a type id) not in the registry
+    │   └── StateEncodingError              a value the codec refuses (NaN, non-str dict key, ...)
+    ├── CheckpointError                     checkpoints and their storage
+    │   ├── CheckpointConflictError         another writer advanced the persisted head
+    │   ├── CheckpointNotFoundError         no checkpoint with that id in the storage
+    │   ├── SnapshotNotFoundError           no snapshot with that id in the checkpoint
+    │   ├── CheckpointInUseError            a run is active on this checkpoint
+    │   ├── CommitOutcomeUnknownError       a remote commit may or may not have landed
+    │   ├── CorruptCheckpointError          bytes that are not a valid checkpoint or snapshot
+    │   └── UnsupportedFormatVersionError   an envelope of an unknown format or version
+    ├── WorkflowError                       building and running workflows
+    │   ├── WorkflowValidationError         build() refused the graph
+    │   ├── WorkflowRunError                an executor raised; the run ended FAILED
+    │   ├── WorkflowConvergenceError        max_iterations supersteps without going idle
+    │   ├── GraphSignatureMismatchError     the checkpoint belongs to another graph
+    │   └── InvalidResponseError            a response for an unknown request or of the wrong type
+    ├── SessionError                        agent sessions and their stores
+    │   ├── SessionConflictError            a stale expected_version
+    │   └── CorruptSessionError             a stored session that cannot be decoded
+    ├── AgentError                          agents
+    │   └── AgentServiceError               the model service answered with an error status
+    └── HostingError                        the hosting layer
+        ├── ConversationBusyError           the conversation is running elsewhere (HTTP 409)
+        ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
+        └── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
+
+Errors carry the facts needed to act on them as attributes and say them in one sentence.
+This module must never import anything else from checkflow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentError",
+    "AgentServiceError",
+    "CheckflowError",
+    "CheckpointConflictError",
+    "CheckpointError",
+    "CheckpointInUseError",
+    "CheckpointNotFoundError",
+    "CommitOutcomeUnknownError",
+    "ConversationBusyError",
+    "ConversationNotFoundError",
+    "CorruptCheckpointError",
+    "CorruptSessionError",
+    "GraphSignatureMismatchError",
+    "HostingError",
+    "InvalidResponseError",
+    "SessionConflictError",
+    "SessionError",
+    "SnapshotNotFoundError",
+    "StaleResumeTokenError",
+    "StateEncodingError",
+    "StateError",
+    "UnregisteredStateTypeError",
+    "UnsupportedFormatVersionError",
+    "WorkflowConvergenceError",
+    "WorkflowError",
+    "WorkflowRunError",
+    "WorkflowValidationError",
+]
+
+
+class CheckflowError(Exception):
+    """The root of every error checkflow raises on purpose."""
+
+
+# -- state codec ---------------------------------------------------------------------------
+
+
+class StateError(CheckflowError):
+    """The state codec could not encode or decode a value."""
+
+
+class UnregisteredStateTypeError(StateError, TypeError):
+    """A value's type (when encoding) or a type id (when decoding) is not registered.
+
+    ``path`` is where in the state the value sits, e.g. ``executor_states.reviewer.notes[3]``;
+    ``type_name`` is the Python type's qualified name or the unknown type id.
+    """
+
+    def __init__(self, message: str, *, path: str = "", type_name: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.type_name = type_name
+
+
+class StateEncodingError(StateError, ValueError):
+    """A value the codec refuses by design: a non-finite float, a non-str dict key, ..."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+# -- checkpoints and storage ---------------------------------------------------------------
+
+
+class CheckpointError(CheckflowError):
+    """Something about a checkpoint, its snapshots or its storage."""
+
+
+class CheckpointConflictError(CheckpointError):
+    """The persisted head is not the one this writer expected: another writer moved it.
+
+    Call ``await checkpoint.refresh()`` to reload the persisted state, then decide again.
+    """
+
+    def __init__(
+        self,
+        checkpoint_id: str,
+        *,
+        expected_head_snapshot_id: str | None,
+        actual_head_snapshot_id: str | None,
+    ) -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r}: expected persisted head "
+            f"{expected_head_snapshot_id!r} but storage has {actual_head_snapshot_id!r}; "
+            "another writer committed first (refresh() and retry)"
+        )
+        self.checkpoint_id = checkpoint_id
+        self.expected_head_snapshot_id = expected_head_snapshot_id
+        self.actual_head_snapshot_id = actual_head_snapshot_id
+
+
+class CheckpointNotFoundError(CheckpointError, LookupError):
+    """The storage has no checkpoint with this id."""
+
+    def __init__(self, checkpoint_id: str) -> None:
+        super().__init__(f"no checkpoint with id {checkpoint_id!r} in this storage")
+        self.checkpoint_id = checkpoint_id
+
+
+class SnapshotNotFoundError(CheckpointError, LookupError):
+    """The checkpoint has no snapshot with this id."""
+
+    def __init__(self, checkpoint_id: str, snapshot_id: str) -> None:
+        super().__init__(f"checkpoint {checkpoint_id!r} has no snapshot {snapshot_id!r}")
+        self.checkpoint_id = checkpoint_id
+        self.snapshot_id = snapshot_id
+
+
+class CheckpointInUseError(CheckpointError):
+    """A run is active on this checkpoint; a second run, restart or commit must wait."""
+
+    def __init__(self, checkpoint_id: str, action: str = "run") -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} has an active run; cannot {action} it until "
+            "that run ends"
+        )
+        self.checkpoint_id = checkpoint_id
+        self.action = action
+
+
+class CommitOutcomeUnknownError(CheckpointError):
+    """A remote commit may or may not have landed; ``refresh()`` the checkpoint to find out."""
+
+    def __init__(self, checkpoint_id: str, snapshot_id: str, detail: str = "") -> None:
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"checkpoint {checkpoint_id!r}: the outcome of committing snapshot "
+            f"{snapshot_id!r} is unknown{extra}; call refresh() before continuing"
+        )
+        self.checkpoint_id = checkpoint_id
+        self.snapshot_id = snapshot_id
+
+
+class CorruptCheckpointError(CheckpointError):
+    """Stored bytes are not a valid checkpoint or snapshot; ``source`` names where they were."""
+
+    def __init__(self, message: str, *, source: str = "") -> None:
+        super().__init__(f"{source}: {message}" if source else message)
+        self.source = source
+
+
+class UnsupportedFormatVersionError(CheckpointError):
+    """An envelope names a format or version this release cannot read."""
+
+    def __init__(self, message: str, *, format: Any = None, version: Any = None) -> None:
+        super().__init__(message)
+        self.format = format
+        self.version = version
+
+
+# -- workflows -----------------------------------------------------------------------------
+
+
+class WorkflowError(CheckflowError):
+    """Building or running a workflow failed."""
+
+
+class WorkflowValidationError(WorkflowError, ValueError):
+    """``WorkflowBuilder.build()`` refused the graph; the message says exactly why."""
+
+
+class WorkflowRunError(WorkflowError):
+    """An executor raised; the run ended FAILED. The original is ``__cause__``.
+
+    ``result`` is the failed run's ``WorkflowRunResult`` (status, events, checkpoint).
+    """
+
+    def __init__(self, message: str, *, executor_id: str | None = None, result: Any = None):
+        super().__init__(message)
+        self.executor_id = executor_id
+        self.result = result
+
+
+class WorkflowConvergenceError(WorkflowError):
+    """A run exceeded ``max_iterations`` supersteps without going idle or pausing."""
+
+    def __init__(self, max_iterations: int, *, result: Any = None) -> None:
+        super().__init__(
+            f"workflow did not converge within max_iterations={max_iterations} supersteps"
+        )
+        self.max_iterations = max_iterations
+        self.result = result
+
+
+class GraphSignatureMismatchError(WorkflowError):
+    """The checkpoint was made by a workflow with another graph; nothing was restored."""
+
+    def __init__(self, *, expected: str, actual: str, checkpoint_id: str = "") -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} has graph signature {actual!r} but this workflow's "
+            f"is {expected!r}; refusing to restore it into a different graph"
+        )
+        self.expected = expected
+        self.actual = actual
+        self.checkpoint_id = checkpoint_id
+
+
+class InvalidResponseError(WorkflowError, ValueError):
+    """A response names an unknown request id or does not fit the request's response type."""
+
+    def __init__(self, message: str, *, request_id: str = "") -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+# -- sessions ------------------------------------------------------------------------------
+
+
+class SessionError(CheckflowError):
+    """Storing or loading an agent session failed."""
+
+
+class SessionConflictError(SessionError):
+    """``SessionStore.set`` was given an ``expected_version`` that is no longer current."""
+
+    def __init__(
+        self, session_id: str, *, expected_version: str | None, actual_version: str | None
+    ) -> None:
+        super().__init__(
+            f"session {session_id!r}: expected version {expected_version!r} but the store "
+            f"has {actual_version!r}"
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
+class CorruptSessionError(SessionError):
+    """A stored session cannot be decoded; ``source`` names the file or item."""
+
+    def __init__(self, message: str, *, source: str = "") -> None:
+        super().__init__(f"{source}: {message}" if source else message)
+        self.source = source
+
+
+# -- agents --------------------------------------------------------------------------------
+
+
+class AgentError(CheckflowError):
+    """An agent could not produce a response."""
+
+
+class AgentServiceError(AgentError):
+    """The model service answered with an error; ``status_code`` is its HTTP status."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+# -- hosting -------------------------------------------------------------------------------
+
+
+class HostingError(CheckflowError):
+    """A hosted conversation could not be served."""
+
+
+class ConversationBusyError(HostingError):
+    """The conversation already has a run in progress (HTTP 409 with ``Retry-After``)."""
+
+    def __init__(self, conversation_id: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(f"conversation {conversation_id!r} is busy with another run")
+        self.conversation_id = conversation_id
+        self.retry_after = retry_after
+
+
+class ConversationNotFoundError(HostingError, LookupError):
+    """No such conversation for this principal (HTTP 404, never 403)."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"no conversation {conversation_id!r}")
+        self.conversation_id = conversation_id
+
+
+class StaleResumeTokenError(HostingError):
+    """The resume token no longer names the checkpoint's head (HTTP 409)."""
+
+    def __init__(self, *, expected: Any, actual: Any) -> None:
+        super().__init__(f"stale resume token: it names {expected!r} but the head is {actual!r}")
+        self.expected = expected
+        self.actual = actual
