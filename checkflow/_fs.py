@@ -1,0 +1,74 @@
+"""Small, careful file-system primitives shared by the file checkpoint storage and session store.
+
+Everything here is synchronous and blocking: callers run it off the event loop
+(``asyncio.to_thread``). This module must never import anything else from checkflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_write", "exclusive_lock", "fsync_directory", "safe_name"]
+
+
+def safe_name(identifier: str) -> str:
+    """Map any id (``../x``, ``a/b``, ``CON``, 300 characters, ...) to a safe, fixed-size name.
+
+    The name is a hash, so ids can never escape a root folder or collide on case-insensitive
+    or reserved names; the original id must be stored inside the file or folder.
+    """
+    return hashlib.blake2b(identifier.encode("utf-8"), digest_size=20).hexdigest()
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a rename or a new entry in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves either the old or the new file whole.
+
+    Writes a temporary file in the same folder, fsyncs it, ``os.replace``s it over ``path``
+    and fsyncs the folder.
+    """
+    directory = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_directory(directory)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing, never deleted).
+
+    Blocks the calling thread until the lock is free: call it from a worker thread.
+    The lock file is permanent so that two processes always lock the same inode.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
