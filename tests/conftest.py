@@ -6,6 +6,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# the session-scoped Cosmos DB emulator and per-test containers (tests/cosmos_emulator.py)
+pytest_plugins = ["cosmos_emulator"]
+
 # CI: fixed seed, no deadline (a shared 2-core machine has no reliable timing).
 settings.register_profile(
     "ci",

@@ -1,0 +1,97 @@
+"""The emulator the Cosmos tests run against behaves like Cosmos DB where checkflow relies on it.
+
+These pin the server-side semantics the storage depends on (conditional batches, atomicity,
+partition-scoped queries), so a broken emulator fails here first, with a clear name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from azure.cosmos.exceptions import CosmosBatchOperationError, CosmosResourceNotFoundError
+
+PK = "run-1"
+
+
+async def _seed(container: Any) -> dict[str, Any]:
+    return await container.create_item({"id": "manifest", "pk": PK, "head": "s1"})
+
+
+async def test_batch_with_conditional_replace_first_applies_every_operation(
+    cosmos_container: Any,
+) -> None:
+    manifest = await _seed(cosmos_container)
+    results = await cosmos_container.execute_item_batch(
+        [
+            (
+                "replace",
+                ("manifest", {"id": "manifest", "pk": PK, "head": "s2"}),
+                {"if_match_etag": manifest["_etag"]},
+            ),
+            ("create", ({"id": "s2", "pk": PK, "body": "x" * 100},)),
+        ],
+        partition_key=PK,
+    )
+    assert [r["statusCode"] for r in results] == [200, 201]
+    stored = await cosmos_container.read_item("manifest", partition_key=PK)
+    assert stored["head"] == "s2"
+    assert (await cosmos_container.read_item("s2", partition_key=PK))["body"] == "x" * 100
+
+
+async def test_stale_etag_fails_the_batch_with_412_and_applies_nothing(
+    cosmos_container: Any,
+) -> None:
+    manifest = await _seed(cosmos_container)
+    await cosmos_container.replace_item("manifest", {"id": "manifest", "pk": PK, "head": "s9"})
+    with pytest.raises(CosmosBatchOperationError) as caught:
+        await cosmos_container.execute_item_batch(
+            [
+                (
+                    "replace",
+                    ("manifest", {"id": "manifest", "pk": PK, "head": "s2"}),
+                    {"if_match_etag": manifest["_etag"]},
+                ),
+                ("create", ({"id": "s2", "pk": PK},)),
+            ],
+            partition_key=PK,
+        )
+    assert caught.value.error_index == 0
+    assert caught.value.operation_responses[0]["statusCode"] == 412
+    assert (await cosmos_container.read_item("manifest", partition_key=PK))["head"] == "s9"
+    with pytest.raises(CosmosResourceNotFoundError):
+        await cosmos_container.read_item("s2", partition_key=PK)
+
+
+async def test_failing_second_operation_rolls_back_the_first(cosmos_container: Any) -> None:
+    manifest = await _seed(cosmos_container)
+    await cosmos_container.create_item({"id": "s2", "pk": PK, "old": True})
+    with pytest.raises(CosmosBatchOperationError) as caught:
+        await cosmos_container.execute_item_batch(
+            [
+                (
+                    "replace",
+                    ("manifest", {"id": "manifest", "pk": PK, "head": "s2"}),
+                    {"if_match_etag": manifest["_etag"]},
+                ),
+                ("create", ({"id": "s2", "pk": PK},)),
+            ],
+            partition_key=PK,
+        )
+    assert caught.value.error_index == 1
+    assert caught.value.operation_responses[1]["statusCode"] == 409
+    after = await cosmos_container.read_item("manifest", partition_key=PK)
+    assert (after["head"], after["_etag"]) == ("s1", manifest["_etag"])
+
+
+async def test_partition_scoped_query_sees_only_its_partition(cosmos_container: Any) -> None:
+    await _seed(cosmos_container)
+    await cosmos_container.create_item({"id": "manifest", "pk": "other", "head": "z"})
+    query = "SELECT c.id, c.head FROM c WHERE c.pk = @pk"
+    rows = [
+        row
+        async for row in cosmos_container.query_items(
+            query, parameters=[{"name": "@pk", "value": PK}], partition_key=PK
+        )
+    ]
+    assert rows == [{"id": "manifest", "head": "s1"}]

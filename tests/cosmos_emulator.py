@@ -1,0 +1,171 @@
+"""A local Cosmos DB emulator for the tests and benchmarks, and its pytest fixtures.
+
+The emulator is ``@vercel/cosmosdb-server`` (pinned in ``tools/cosmos-emulator/package.json``)
+run through the repository's own ``cosmos-shim.js``, which makes the server handle the Python
+SDK's transactional batches. ``start_emulator()`` runs it on a free loopback port and
+``CosmosEmulator.stop()`` ends that one process by its id. Without ``node`` or without the npm
+package installed the Cosmos tests skip (``make emulator`` installs it), unless
+``CHECKFLOW_REQUIRE_EMULATOR=1``, when they fail instead.
+
+This module never reaches outside the repository and never kills anything it did not start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+EMULATOR_DIR = Path(__file__).resolve().parent.parent / "tools" / "cosmos-emulator"
+SHIM_SCRIPT = EMULATOR_DIR / "cosmos-shim.js"
+PACKAGE_DIR = EMULATOR_DIR / "node_modules" / "@vercel" / "cosmosdb-server"
+# The emulator accepts any key; this is the well-known public key of Microsoft's emulator.
+EMULATOR_KEY = (
+    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+)
+REQUIRE_ENV = "CHECKFLOW_REQUIRE_EMULATOR"
+_READY = re.compile(r"Ready to accept HTTPS? connections at (?P<host>[^\s:]+):(?P<port>\d+)")
+
+
+class EmulatorUnavailableError(RuntimeError):
+    """The emulator cannot run here; the message says how to make it run."""
+
+
+@dataclass
+class CosmosEmulator:
+    """One running emulator process; ``endpoint`` is what a ``CosmosClient`` connects to."""
+
+    process: subprocess.Popen[str]
+    endpoint: str
+    key: str = EMULATOR_KEY
+    _output: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """End this emulator process (and only it) and reap it."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+
+
+def emulator_unavailable_reason() -> str | None:
+    """Why the emulator cannot start here, or ``None`` when it can."""
+    if shutil.which("node") is None:
+        return "node is not installed (install Node.js 20+, then run `make emulator`)"
+    if not (PACKAGE_DIR / "package.json").is_file():
+        return (
+            f"the emulator's npm package is not installed in {EMULATOR_DIR.name}/ "
+            "(run `make emulator`, or `make test`, which does it)"
+        )
+    return None
+
+
+def start_emulator(*, timeout: float = 30.0) -> CosmosEmulator:
+    """Start the emulator on a free loopback port and wait for its ready line."""
+    reason = emulator_unavailable_reason()
+    if reason is not None:
+        raise EmulatorUnavailableError(f"Cosmos DB emulator unavailable: {reason}")
+    node = shutil.which("node")
+    assert node is not None
+    process = subprocess.Popen(
+        [node, str(SHIM_SCRIPT), "-p", "0", "--host", "127.0.0.1", "--no-ssl"],
+        cwd=EMULATOR_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    output: list[str] = []
+    first_line = _read_first_line(process.stdout, timeout)
+    output.append(first_line)
+    match = _READY.search(first_line)
+    if match is None:
+        process.kill()
+        process.wait()
+        rest = process.stdout.read() if process.stdout else ""
+        raise EmulatorUnavailableError(
+            f"Cosmos DB emulator did not start: {first_line.strip()!r} {rest[-2000:]}"
+        )
+    # keep draining so a chatty server never blocks on a full pipe
+    threading.Thread(target=_drain, args=(process.stdout, output), daemon=True).start()
+    endpoint = f"http://{match['host']}:{match['port']}/"
+    return CosmosEmulator(process=process, endpoint=endpoint, _output=output)
+
+
+def _read_first_line(stream: IO[str], timeout: float) -> str:
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not lines:
+        raise EmulatorUnavailableError(f"Cosmos DB emulator printed nothing within {timeout}s")
+    return lines[0]
+
+
+def _drain(stream: IO[str], sink: list[str]) -> None:
+    for line in stream:
+        sink.append(line)
+        del sink[:-200]
+
+
+def cosmos_client(emulator: CosmosEmulator, **kwargs: Any) -> Any:
+    """An async ``CosmosClient`` for the emulator (retries kept short for tests)."""
+    from azure.cosmos.aio import CosmosClient
+
+    return CosmosClient(emulator.endpoint, credential=emulator.key, **kwargs)
+
+
+# -- pytest fixtures ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cosmos_emulator() -> Iterator[CosmosEmulator]:
+    """The session's emulator; skips (or fails under CHECKFLOW_REQUIRE_EMULATOR=1) without it."""
+    try:
+        emulator = start_emulator()
+    except EmulatorUnavailableError as exc:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{exc} [{REQUIRE_ENV}=1]", pytrace=False)
+        pytest.skip(f"{exc}; the Cosmos DB tests are skipped")
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+async def cosmos_database(cosmos_emulator: CosmosEmulator) -> AsyncIterator[Any]:
+    """A fresh database with a unique name on its own client, dropped after the test."""
+    async with cosmos_client(cosmos_emulator) as client:
+        database = await client.create_database(f"db-{uuid.uuid4().hex}")
+        try:
+            yield database
+        finally:
+            await client.delete_database(database.id)
+
+
+@pytest.fixture
+async def cosmos_container(cosmos_database: Any) -> Any:
+    """A fresh container partitioned by ``/pk`` in a fresh database."""
+    from azure.cosmos import PartitionKey
+
+    return await cosmos_database.create_container(
+        f"c-{uuid.uuid4().hex}", partition_key=PartitionKey(path="/pk")
+    )
