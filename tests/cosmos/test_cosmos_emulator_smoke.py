@@ -18,21 +18,26 @@ async def _seed(container: Any) -> dict[str, Any]:
     return await container.create_item({"id": "manifest", "pk": PK, "head": "s1"})
 
 
-async def test_batch_with_conditional_replace_first_applies_every_operation(
-    cosmos_container: Any,
-) -> None:
-    manifest = await _seed(cosmos_container)
-    results = await cosmos_container.execute_item_batch(
+async def _advance_to_s2(container: Any, etag: str) -> list[dict[str, Any]]:
+    """The storage's commit shape: conditional manifest replace first, then the new item."""
+    return await container.execute_item_batch(
         [
             (
                 "replace",
                 ("manifest", {"id": "manifest", "pk": PK, "head": "s2"}),
-                {"if_match_etag": manifest["_etag"]},
+                {"if_match_etag": etag},
             ),
             ("create", ({"id": "s2", "pk": PK, "body": "x" * 100},)),
         ],
         partition_key=PK,
     )
+
+
+async def test_batch_with_conditional_replace_first_applies_every_operation(
+    cosmos_container: Any,
+) -> None:
+    manifest = await _seed(cosmos_container)
+    results = await _advance_to_s2(cosmos_container, manifest["_etag"])
     assert [r["statusCode"] for r in results] == [200, 201]
     stored = await cosmos_container.read_item("manifest", partition_key=PK)
     assert stored["head"] == "s2"
@@ -45,17 +50,7 @@ async def test_stale_etag_fails_the_batch_with_412_and_applies_nothing(
     manifest = await _seed(cosmos_container)
     await cosmos_container.replace_item("manifest", {"id": "manifest", "pk": PK, "head": "s9"})
     with pytest.raises(CosmosBatchOperationError) as caught:
-        await cosmos_container.execute_item_batch(
-            [
-                (
-                    "replace",
-                    ("manifest", {"id": "manifest", "pk": PK, "head": "s2"}),
-                    {"if_match_etag": manifest["_etag"]},
-                ),
-                ("create", ({"id": "s2", "pk": PK},)),
-            ],
-            partition_key=PK,
-        )
+        await _advance_to_s2(cosmos_container, manifest["_etag"])
     assert caught.value.error_index == 0
     assert caught.value.operation_responses[0]["statusCode"] == 412
     assert (await cosmos_container.read_item("manifest", partition_key=PK))["head"] == "s9"
@@ -67,17 +62,7 @@ async def test_failing_second_operation_rolls_back_the_first(cosmos_container: A
     manifest = await _seed(cosmos_container)
     await cosmos_container.create_item({"id": "s2", "pk": PK, "old": True})
     with pytest.raises(CosmosBatchOperationError) as caught:
-        await cosmos_container.execute_item_batch(
-            [
-                (
-                    "replace",
-                    ("manifest", {"id": "manifest", "pk": PK, "head": "s2"}),
-                    {"if_match_etag": manifest["_etag"]},
-                ),
-                ("create", ({"id": "s2", "pk": PK},)),
-            ],
-            partition_key=PK,
-        )
+        await _advance_to_s2(cosmos_container, manifest["_etag"])
     assert caught.value.error_index == 1
     assert caught.value.operation_responses[1]["statusCode"] == 409
     after = await cosmos_container.read_item("manifest", partition_key=PK)
