@@ -34,6 +34,13 @@ from checkflow.errors import (
 )
 
 # -- state (section owned by the state codec) --
+from checkflow.state import (
+    OpaqueValue,
+    decode_for_inspection,
+    is_registered,
+    register_state_type,
+)
+
 # -- checkpoints (section owned by checkpoints) --
 # -- storage (section owned by storage) --
 # -- sessions (section owned by sessions) --
@@ -59,6 +66,7 @@ __all__ = [
     "GraphSignatureMismatchError",
     "HostingError",
     "InvalidResponseError",
+    "OpaqueValue",
     "SessionConflictError",
     "SessionError",
     "SnapshotNotFoundError",
@@ -72,4 +80,7 @@ __all__ = [
     "WorkflowRunError",
     "WorkflowValidationError",
     "__version__",
+    "decode_for_inspection",
+    "is_registered",
+    "register_state_type",
 ]

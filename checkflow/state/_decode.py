@@ -1,0 +1,141 @@
+"""The decode walker: the tagged, msgspec-native tree -> the original Python values.
+
+It works IN PLACE on a tree the caller owns (a fresh msgspec decode): only containers are
+visited and only tagged mappings are replaced, so plain data costs one type check per item.
+Decoding builds only the codec's built-in types and classes registered in this process; an
+unknown type id fails (or, for inspection only, becomes a placeholder). This module must never
+import classes by name, eval, or unpickle.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from checkflow.state._paths import WalkError
+from checkflow.state._registry import BUILTIN_TYPE_IDS, TYPE_KEY, VALUE_KEY, registered_by_id
+
+__all__ = ["make_decoder"]
+
+Walk = Callable[[Any], Any]
+
+
+def make_decoder(on_unknown: Callable[[str, Any], Any] | None) -> Walk:
+    """Build a walker; ``on_unknown(type_id, payload)`` replaces unknown tags when given.
+
+    Without it an unknown type id raises. The walker mutates and returns its argument.
+    """
+
+    def walk(value: Any) -> Any:
+        t = type(value)
+        if t is dict:
+            return walk_dict(value) if TYPE_KEY in value else walk_entries(value)
+        if t is list:
+            return walk_items(value)
+        return value
+
+    def walk_entries(d: dict[str, Any]) -> dict[str, Any]:
+        try:
+            for key, value in d.items():
+                t = type(value)
+                if t is dict or t is list:
+                    d[key] = walk(value)
+        except WalkError as error:
+            error.enter(d)
+            raise
+        return d
+
+    def walk_items(items: list[Any]) -> list[Any]:
+        try:
+            for index, value in enumerate(items):
+                t = type(value)
+                if t is dict or t is list:
+                    items[index] = walk(value)
+        except WalkError as error:
+            error.enter(items)
+            raise
+        return items
+
+    def walk_dict(d: dict[str, Any]) -> Any:
+        type_id = d[TYPE_KEY]
+        if len(d) != 2 or VALUE_KEY not in d or type(type_id) is not str:
+            raise WalkError(f"malformed tagged value {_short(d)}", child=d)
+        payload = d[VALUE_KEY]
+        try:
+            if type_id == _ID_DICT:
+                return walk_entries(_expect(payload, dict))
+            builtin = _BUILTINS.get(type_id)
+            if builtin is not None:
+                return builtin(walk(payload))
+            entry = registered_by_id.get(type_id)
+            if entry is None:
+                if on_unknown is not None:
+                    return on_unknown(type_id, walk(payload))
+                raise WalkError(
+                    f"cannot decode unknown state type id {type_id!r}",
+                    child=d,
+                    unregistered=type_id,
+                    hint="; register its class with checkflow.state.register_state_type",
+                )
+            return entry.from_raw(walk(payload))
+        except WalkError as error:
+            error.skip(d)
+            raise
+        except Exception as exc:
+            raise WalkError(f"cannot decode a {type_id!r} value: {exc}", child=d) from exc
+
+    return walk
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _expect(payload: Any, kind: type[Any]) -> Any:
+    if type(payload) is not kind:
+        raise TypeError(f"expected a {kind.__name__} payload, got {type(payload).__name__}")
+    return payload
+
+
+def _bytes(payload: Any) -> bytes:
+    if type(payload) is bytes:  # MessagePack carries bytes natively
+        return payload
+    return base64.b64decode(_expect(payload, str), validate=True)
+
+
+def _big_int(payload: Any) -> int:
+    return int(_expect(payload, str))
+
+
+def _timedelta(payload: Any) -> datetime.timedelta:
+    days, seconds, microseconds = _expect(payload, list)
+    return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
+
+
+def _from_str(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
+    return lambda payload: parse(_expect(payload, str))
+
+
+def _from_list(build: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
+    return lambda payload: build(_expect(payload, list))
+
+
+_ID_DICT = BUILTIN_TYPE_IDS["dict"]
+_BUILTINS: dict[str, Callable[[Any], Any]] = {
+    BUILTIN_TYPE_IDS["int"]: _big_int,
+    BUILTIN_TYPE_IDS["tuple"]: _from_list(tuple),
+    BUILTIN_TYPE_IDS["set"]: _from_list(set),
+    BUILTIN_TYPE_IDS["frozenset"]: _from_list(frozenset),
+    BUILTIN_TYPE_IDS["bytes"]: _bytes,
+    BUILTIN_TYPE_IDS["datetime"]: _from_str(datetime.datetime.fromisoformat),
+    BUILTIN_TYPE_IDS["date"]: _from_str(datetime.date.fromisoformat),
+    BUILTIN_TYPE_IDS["time"]: _from_str(datetime.time.fromisoformat),
+    BUILTIN_TYPE_IDS["timedelta"]: _timedelta,
+    BUILTIN_TYPE_IDS["uuid"]: _from_str(uuid.UUID),
+    BUILTIN_TYPE_IDS["decimal"]: _from_str(decimal.Decimal),
+}

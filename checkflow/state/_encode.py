@@ -1,0 +1,159 @@
+"""The encode walker: any supported state value -> the tagged, msgspec-native tree.
+
+Hot path. Dispatch is on the exact type (``type(v) is str``) so subclasses never slip through
+as their base; plain scalars inside containers are copied without a call. Paths are built only
+when something fails (see ``_paths``). This module must never call user code except through a
+registered type's ``to_raw`` and must never fall back to ``repr``, pickle or ``__dict__``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from checkflow.state._paths import WalkError, qualified_name
+from checkflow.state._registry import (
+    BUILTIN_TYPE_IDS,
+    TYPE_KEY,
+    VALUE_KEY,
+    registered_by_type,
+)
+
+__all__ = ["encode_value"]
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1  # MessagePack carries int64 and uint64 natively
+_NoneType = type(None)
+
+_ID_INT = BUILTIN_TYPE_IDS["int"]
+_ID_DICT = BUILTIN_TYPE_IDS["dict"]
+_ID_TUPLE = BUILTIN_TYPE_IDS["tuple"]
+_ID_SET = BUILTIN_TYPE_IDS["set"]
+_ID_FROZENSET = BUILTIN_TYPE_IDS["frozenset"]
+
+
+def encode_value(value: Any) -> Any:
+    """Return ``value`` as msgspec-native data; raises ``WalkError`` on refusal."""
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return value
+    if t is int:
+        return (
+            value if _INT_MIN <= value <= _INT_MAX else {TYPE_KEY: _ID_INT, VALUE_KEY: str(value)}
+        )
+    if t is float:
+        if value - value == 0.0:  # false for nan and +-inf
+            return value
+        raise WalkError(f"non-finite float {value!r} cannot be stored", child=value)
+    if t is dict:
+        return _encode_dict(value)
+    if t is list:
+        return _encode_items(value, value)
+    handler = _HANDLERS.get(t)
+    if handler is not None:
+        return handler(value)
+    return _encode_registered(value)
+
+
+def _encode_dict(d: dict[Any, Any]) -> dict[str, Any]:
+    if TYPE_KEY in d:  # escape: a user dict holding the tag key must never read as a tag
+        return {TYPE_KEY: _ID_DICT, VALUE_KEY: _encode_entries(d)}
+    return _encode_entries(d)
+
+
+def _encode_entries(d: dict[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        for key, value in d.items():
+            if type(key) is not str:
+                raise WalkError(
+                    f"dict key {key!r} of type {qualified_name(type(key))} is not a str"
+                )
+            t = type(value)
+            if (
+                t is str
+                or t is bool
+                or value is None
+                or (t is int and _INT_MIN <= value <= _INT_MAX)
+            ):
+                out[key] = value
+            else:
+                out[key] = encode_value(value)
+    except WalkError as error:
+        error.enter(d)
+        raise
+    return out
+
+
+def _encode_items(container: Any, items: Iterable[Any]) -> list[Any]:
+    try:
+        return [
+            item if (t := type(item)) is str or t is bool or item is None else encode_value(item)
+            for item in items
+        ]
+    except WalkError as error:
+        error.enter(container, items)
+        raise
+
+
+def _tagged_items(type_id: str) -> Callable[[Any], dict[str, Any]]:
+    return lambda value: {TYPE_KEY: type_id, VALUE_KEY: _encode_items(value, value)}
+
+
+def _tagged_members(type_id: str) -> Callable[[Any], dict[str, Any]]:
+    def encode(value: Any) -> dict[str, Any]:
+        try:  # sorted when possible: equal sets give equal bytes in every process
+            members: list[Any] = sorted(value)
+        except TypeError:
+            members = list(value)
+        return {TYPE_KEY: type_id, VALUE_KEY: _encode_items(value, members)}
+
+    return encode
+
+
+def _tagged(type_id: str, to_raw: Callable[[Any], Any]) -> Callable[[Any], dict[str, Any]]:
+    return lambda value: {TYPE_KEY: type_id, VALUE_KEY: to_raw(value)}
+
+
+def _timedelta_raw(value: datetime.timedelta) -> list[int]:
+    return [value.days, value.seconds, value.microseconds]
+
+
+_HANDLERS: dict[type[Any], Callable[[Any], Any]] = {
+    tuple: _tagged_items(_ID_TUPLE),
+    set: _tagged_members(_ID_SET),
+    frozenset: _tagged_members(_ID_FROZENSET),
+    bytes: _tagged(BUILTIN_TYPE_IDS["bytes"], lambda value: value),
+    datetime.datetime: _tagged(BUILTIN_TYPE_IDS["datetime"], datetime.datetime.isoformat),
+    datetime.date: _tagged(BUILTIN_TYPE_IDS["date"], datetime.date.isoformat),
+    datetime.time: _tagged(BUILTIN_TYPE_IDS["time"], datetime.time.isoformat),
+    datetime.timedelta: _tagged(BUILTIN_TYPE_IDS["timedelta"], _timedelta_raw),
+    uuid.UUID: _tagged(BUILTIN_TYPE_IDS["uuid"], str),
+    decimal.Decimal: _tagged(BUILTIN_TYPE_IDS["decimal"], str),
+}
+
+
+def _encode_registered(value: Any) -> dict[str, Any]:
+    cls = type(value)
+    entry = registered_by_type.get(cls)
+    if entry is None:
+        name = qualified_name(cls)
+        raise WalkError(
+            f"cannot encode a value of unregistered type {name}",
+            child=value,
+            unregistered=name,
+            hint="; register it with checkflow.state.register_state_type",
+        )
+    try:
+        raw = entry.to_raw(value)
+    except Exception as exc:
+        error = WalkError(f"the encoder of {entry.type_id!r} raised {exc!r}", child=value)
+        raise error from exc
+    try:
+        return {TYPE_KEY: entry.type_id, VALUE_KEY: encode_value(raw)}
+    except WalkError as error:
+        error.skip(value)
+        raise
