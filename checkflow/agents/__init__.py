@@ -1,0 +1,58 @@
+"""Agents: the ``Agent`` protocol, chat messages and contents, and two agents.
+
+``OpenAIChatAgent`` needs ``httpx`` (the ``openai`` extra) and is imported on first use, so
+``checkflow.agents`` itself imports without it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from checkflow.agents._base import BaseAgent
+from checkflow.agents._messages import (
+    AgentInput,
+    ChatMessage,
+    Content,
+    FunctionCallContent,
+    FunctionResultContent,
+    Role,
+    TextContent,
+    UserInputRequestContent,
+)
+from checkflow.agents._protocol import Agent
+from checkflow.agents._scripted import ScriptedAgent
+from checkflow.agents._types import AgentResponse, AgentResponseUpdate
+
+if TYPE_CHECKING:
+    from checkflow.agents._openai import OpenAIChatAgent
+
+__all__ = [
+    "Agent",
+    "AgentInput",
+    "AgentResponse",
+    "AgentResponseUpdate",
+    "BaseAgent",
+    "ChatMessage",
+    "Content",
+    "FunctionCallContent",
+    "FunctionResultContent",
+    "OpenAIChatAgent",
+    "Role",
+    "ScriptedAgent",
+    "TextContent",
+    "UserInputRequestContent",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIChatAgent":
+        try:
+            from checkflow.agents._openai import OpenAIChatAgent
+        except ModuleNotFoundError as exc:
+            if exc.name != "httpx":
+                raise
+            raise ImportError(
+                "OpenAIChatAgent needs httpx: pip install 'checkflow[openai]'"
+            ) from exc
+        return OpenAIChatAgent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

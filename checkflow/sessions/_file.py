@@ -1,0 +1,188 @@
+"""``FileSessionStore``: one atomically replaced file per session, safe across processes.
+
+Each session lives in ``<root>/<safe_name(session_id)>.session``: a versioned envelope holding
+the original id, the store version and the codec-encoded session. A compare-and-set runs under
+an ``asyncio.Lock`` per session id (in this loop) and an ``flock`` on the store's permanent
+lock file (across processes), taken in a worker thread. This module must never block the event
+loop or write a session file other than through ``atomic_write``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import weakref
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from checkflow import state
+from checkflow._fs import atomic_write, exclusive_lock, safe_name
+from checkflow.errors import CorruptSessionError, StateError
+from checkflow.sessions._session import AgentSession
+from checkflow.sessions._versions import check_expected_version, new_version
+from checkflow.state import Format
+
+__all__ = ["FileSessionStore"]
+
+FILE_FORMAT: Final = "checkflow.session"
+FILE_VERSION: Final = 1
+_SUFFIX: Final = ".session"
+_LOCK_NAME: Final = ".lock"
+
+
+class _Header(msgspec.Struct):
+    """What every version of the envelope has: read first so a newer file fails clearly."""
+
+    format: Any = None
+    version: Any = None
+
+
+class _SessionFile(msgspec.Struct, frozen=True):
+    """Envelope version 1. ``session`` is the codec's bytes for the ``AgentSession``."""
+
+    format: str
+    version: int
+    session_id: str
+    revision: str
+    session: msgspec.Raw
+
+
+_JSON_HEADER: Final = msgspec.json.Decoder(_Header)
+_MSGPACK_HEADER: Final = msgspec.msgpack.Decoder(_Header)
+_JSON_FILE: Final = msgspec.json.Decoder(_SessionFile)
+_MSGPACK_FILE: Final = msgspec.msgpack.Decoder(_SessionFile)
+_JSON_ENCODER: Final = msgspec.json.Encoder()
+_MSGPACK_ENCODER: Final = msgspec.msgpack.Encoder()
+
+
+class FileSessionStore:
+    """A ``SessionStore`` in a folder: any session id, atomic writes, cross-process CAS.
+
+    ``format`` ("json", readable, or "msgpack", compact) is what new writes use; files in
+    either format are read.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, format: Format = "json") -> None:
+        if format not in ("json", "msgpack"):
+            raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
+        self.root = Path(root)
+        self.format: Format = format
+        self._locks: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, weakref.WeakValueDictionary[str, asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
+
+    def path_for(self, session_id: str) -> Path:
+        """The file that holds ``session_id`` (named by a hash; the id is stored inside)."""
+        return self.root / f"{safe_name(session_id)}{_SUFFIX}"
+
+    async def get(self, session_id: str) -> AgentSession | None:
+        """A fresh copy of the stored session or ``None``; a bad file: ``CorruptSessionError``."""
+        path = self.path_for(session_id)
+        data = await asyncio.to_thread(_read_or_none, path)
+        if data is None:
+            return None
+        envelope = _parse(data, path, session_id)
+        try:
+            session = state.decode(bytes(envelope.session), format=_sniff(data))
+        except StateError as exc:
+            raise CorruptSessionError(
+                f"session state cannot be decoded: {exc}", source=str(path)
+            ) from exc
+        if not isinstance(session, AgentSession) or session.session_id != session_id:
+            raise CorruptSessionError("the file does not hold this session", source=str(path))
+        session.version = envelope.revision
+        return session
+
+    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str:
+        """Store ``session`` if ``expected_version`` is ``None`` or current; return the version."""
+        encoded = state.encode(session, format=self.format, path=f"session[{session.session_id!r}]")
+        async with self._lock(session.session_id):
+            version = await asyncio.to_thread(
+                self._compare_and_write, session.session_id, encoded, expected_version
+            )
+        session.version = version
+        return version
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session's file; deleting a missing session is not an error."""
+        async with self._lock(session_id):
+            await asyncio.to_thread(self._locked_unlink, self.path_for(session_id))
+
+    # -- worker-thread side ---------------------------------------------------------------
+
+    def _compare_and_write(
+        self, session_id: str, encoded: bytes, expected_version: str | None
+    ) -> str:
+        path = self.path_for(session_id)
+        self.root.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(self.root / _LOCK_NAME):
+            if expected_version is not None:
+                current = _read_or_none(path)
+                actual = None if current is None else _parse(current, path, session_id).revision
+                check_expected_version(
+                    session_id, expected_version=expected_version, actual_version=actual
+                )
+            version = new_version()
+            envelope = _SessionFile(
+                FILE_FORMAT, FILE_VERSION, session_id, version, msgspec.Raw(encoded)
+            )
+            encoder = _JSON_ENCODER if self.format == "json" else _MSGPACK_ENCODER
+            atomic_write(path, encoder.encode(envelope))
+        return version
+
+    def _locked_unlink(self, path: Path) -> None:
+        if not self.root.is_dir():
+            return
+        with exclusive_lock(self.root / _LOCK_NAME):
+            path.unlink(missing_ok=True)
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        locks = self._locks.setdefault(loop, weakref.WeakValueDictionary())
+        lock = locks.get(session_id)
+        if lock is None:
+            lock = locks[session_id] = asyncio.Lock()
+        return lock
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _sniff(data: bytes) -> Format:
+    """JSON envelopes start with ``{``; a msgpack map never does."""
+    return "json" if data[:1] == b"{" else "msgpack"
+
+
+def _parse(data: bytes, path: Path, session_id: str) -> _SessionFile:
+    """Validate the envelope: known format and version, and the right session id."""
+    json = _sniff(data) == "json"
+    try:
+        header = (_JSON_HEADER if json else _MSGPACK_HEADER).decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptSessionError(f"not a session file ({exc})", source=str(path)) from exc
+    if header.format != FILE_FORMAT:
+        raise CorruptSessionError(
+            f"not a session file: format is {header.format!r}, expected {FILE_FORMAT!r}",
+            source=str(path),
+        )
+    if header.version != FILE_VERSION:
+        raise CorruptSessionError(
+            f"unsupported session file version {header.version!r}; this release reads "
+            f"version {FILE_VERSION}",
+            source=str(path),
+        )
+    try:
+        envelope = (_JSON_FILE if json else _MSGPACK_FILE).decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptSessionError(f"malformed session envelope ({exc})", source=str(path)) from exc
+    if envelope.session_id != session_id:
+        raise CorruptSessionError(
+            f"file holds session {envelope.session_id!r}, not {session_id!r}", source=str(path)
+        )
+    return envelope

@@ -1,0 +1,30 @@
+"""The ``SessionStore`` contract every session backend implements.
+
+Only the protocol lives here; backends live in their own modules (memory, file) or in
+``checkflow.storage`` (Cosmos DB). This module must never do I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from checkflow.sessions._session import AgentSession
+
+__all__ = ["SessionStore"]
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where agent sessions are kept between runs, with optimistic concurrency.
+
+    ``set`` returns the new opaque version and records it on ``session.version``;
+    ``expected_version=None`` writes unconditionally (how a session is created), any other
+    value must equal the stored version or ``SessionConflictError`` is raised (a missing
+    session's version is ``None``). ``get`` returns a fresh copy with ``version`` set.
+    """
+
+    async def get(self, session_id: str) -> AgentSession | None: ...
+
+    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str: ...
+
+    async def delete(self, session_id: str) -> None: ...
