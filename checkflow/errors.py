@@ -28,6 +28,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     └── HostingError                        the hosting layer
         ├── ConversationBusyError           the conversation is running elsewhere (HTTP 409)
         ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
+        ├── InvalidMessageError             a message fits no input type of the start (HTTP 422)
         └── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
 
 Errors carry the facts needed to act on them as attributes and say them in one sentence.
@@ -53,6 +54,7 @@ __all__ = [
     "CorruptSessionError",
     "GraphSignatureMismatchError",
     "HostingError",
+    "InvalidMessageError",
     "InvalidResponseError",
     "SessionConflictError",
     "SessionError",
@@ -312,6 +314,17 @@ class ConversationNotFoundError(HostingError, LookupError):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"no conversation {conversation_id!r}")
         self.conversation_id = conversation_id
+
+
+class InvalidMessageError(HostingError, ValueError):
+    """A message fits none of the start executor's input types (HTTP 422).
+
+    ``accepted_types`` names the types tried, most specific first.
+    """
+
+    def __init__(self, message: str, *, accepted_types: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.accepted_types = list(accepted_types or [])
 
 
 class StaleResumeTokenError(HostingError):
