@@ -1,0 +1,150 @@
+"""Versioned msgspec envelopes for whole checkpoints (``to_bytes`` / ``from_bytes``).
+
+Encoded state parts are embedded as raw JSON or MessagePack (``msgspec.Raw``), so a JSON
+checkpoint stays readable and nothing is base64'd or re-encoded when formats agree.
+Decoding refuses unknown kinds and versions (``UnsupportedFormatVersionError``) and malformed
+bytes (``CorruptCheckpointError``); it never decodes state and never touches a storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from checkflow import state as codec
+from checkflow.checkpoints._snapshot import Format, SnapshotRecord
+from checkflow.errors import CorruptCheckpointError, UnsupportedFormatVersionError
+
+__all__ = ["CHECKPOINT_KIND", "CHECKPOINT_VERSION", "CheckpointEnvelope", "decode", "encode"]
+
+CHECKPOINT_KIND = "checkflow.checkpoint"
+CHECKPOINT_VERSION = 2
+
+
+class _Header(msgspec.Struct):
+    kind: str
+    version: int
+
+
+class _SnapshotEntry(msgspec.Struct, frozen=True):
+    snapshot_id: str
+    parent_snapshot_id: str | None
+    timestamp: str
+    metadata: dict[str, Any]
+    parts: dict[str, dict[str, msgspec.Raw]]
+    format_version: int
+
+
+class CheckpointEnvelope(msgspec.Struct, frozen=True):
+    """A whole checkpoint: identity, persisted head and every snapshot, state parts raw."""
+
+    kind: str
+    version: int
+    format: Format
+    checkpoint_id: str
+    workflow_name: str
+    graph_signature_hash: str
+    head_snapshot_id: str | None
+    snapshots: list[_SnapshotEntry]
+
+
+_json_header = msgspec.json.Decoder(_Header)
+_msgpack_header = msgspec.msgpack.Decoder(_Header)
+_json_envelope = msgspec.json.Decoder(CheckpointEnvelope)
+_msgpack_envelope = msgspec.msgpack.Decoder(CheckpointEnvelope)
+_json_encoder = msgspec.json.Encoder()
+_msgpack_encoder = msgspec.msgpack.Encoder()
+
+
+def _transcode(data: bytes, source: Format, target: Format) -> bytes:
+    if source == target:
+        return data
+    return codec.encode(codec.decode(data, format=source), format=target)
+
+
+def encode(
+    *,
+    checkpoint_id: str,
+    workflow_name: str,
+    graph_signature_hash: str,
+    head_snapshot_id: str | None,
+    records: list[SnapshotRecord],
+    format: Format,
+) -> bytes:
+    """Serialize a checkpoint's records into one envelope of ``format``."""
+    entries = [
+        _SnapshotEntry(
+            snapshot_id=r.snapshot_id,
+            parent_snapshot_id=r.parent_snapshot_id,
+            timestamp=r.timestamp,
+            metadata=r.metadata,
+            parts={
+                bucket: {
+                    key: msgspec.Raw(_transcode(data, r.format, format))
+                    for key, data in values.items()
+                }
+                for bucket, values in r.parts.items()
+            },
+            format_version=r.format_version,
+        )
+        for r in records
+    ]
+    envelope = CheckpointEnvelope(
+        kind=CHECKPOINT_KIND,
+        version=CHECKPOINT_VERSION,
+        format=format,
+        checkpoint_id=checkpoint_id,
+        workflow_name=workflow_name,
+        graph_signature_hash=graph_signature_hash,
+        head_snapshot_id=head_snapshot_id,
+        snapshots=entries,
+    )
+    encoder = _json_encoder if format == "json" else _msgpack_encoder
+    return encoder.encode(envelope)
+
+
+def decode(
+    data: bytes, *, format: Format, source: str
+) -> tuple[CheckpointEnvelope, list[SnapshotRecord]]:
+    """Parse and validate an envelope; return it with its snapshot records."""
+    if format not in ("json", "msgpack"):
+        raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
+    json = format == "json"
+    try:
+        header = (_json_header if json else _msgpack_header).decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptCheckpointError(
+            f"not a {format} checkpoint envelope: {exc}", source=source
+        ) from exc
+    if header.kind != CHECKPOINT_KIND or header.version != CHECKPOINT_VERSION:
+        raise UnsupportedFormatVersionError(
+            f"{source}: checkpoint envelope of kind {header.kind!r} version {header.version} "
+            f"is not readable; this release reads {CHECKPOINT_KIND!r} version {CHECKPOINT_VERSION}",
+            format=header.kind,
+            version=header.version,
+        )
+    try:
+        envelope = (_json_envelope if json else _msgpack_envelope).decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptCheckpointError(
+            f"malformed checkpoint envelope: {exc}", source=source
+        ) from exc
+    if envelope.format != format:
+        raise CorruptCheckpointError(
+            f"envelope says its parts are {envelope.format!r} but it was read as {format!r}",
+            source=source,
+        )
+    records = [
+        SnapshotRecord(
+            snapshot_id=e.snapshot_id,
+            parent_snapshot_id=e.parent_snapshot_id,
+            timestamp=e.timestamp,
+            metadata=e.metadata,
+            format=format,
+            parts={b: {k: bytes(raw) for k, raw in v.items()} for b, v in e.parts.items()},
+            format_version=e.format_version,
+        )
+        for e in envelope.snapshots
+    ]
+    return envelope, records

@@ -1,0 +1,37 @@
+"""Snapshot ids: unique strings that sort in creation order, even within one millisecond.
+
+UUIDv7 layout (48-bit Unix milliseconds, version, 12-bit counter, variant, 62 random bits).
+The 12-bit field is a monotonic counter within one millisecond; when it overflows the
+timestamp is advanced by one millisecond, so ids never repeat or go backwards in a process.
+This module must never depend on anything but the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+
+__all__ = ["new_snapshot_id"]
+
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
+
+
+def new_snapshot_id() -> str:
+    """Return a fresh UUIDv7 string; lexicographic order equals creation order in a process."""
+    global _last_ms, _counter
+    with _lock:
+        now = time.time_ns() // 1_000_000
+        if now > _last_ms:
+            _last_ms, _counter = now, int.from_bytes(os.urandom(2)) & 0x3FF
+        else:
+            _counter += 1
+            if _counter > 0xFFF:
+                _last_ms, _counter = _last_ms + 1, 0
+        ms, counter = _last_ms, _counter
+    rand = int.from_bytes(os.urandom(8)) & 0x3FFF_FFFF_FFFF_FFFF
+    value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand
+    return str(uuid.UUID(int=value))

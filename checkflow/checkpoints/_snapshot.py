@@ -1,0 +1,229 @@
+"""Immutable snapshots: the persisted ``SnapshotRecord`` and the public ``CheckpointSnapshot``.
+
+The encoded parts ARE the copy of the caller's state: a snapshot encodes once when it is
+created and decodes on every read, so nothing the caller mutates afterwards (the dict it passed
+in, or one it read back) can reach what is stored. This module never deep-copies state and
+never talks to a storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+from checkflow import state as codec
+from checkflow.checkpoints._ids import new_snapshot_id
+from checkflow.errors import (
+    CorruptCheckpointError,
+    StateEncodingError,
+    UnsupportedFormatVersionError,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "STATE_BUCKETS",
+    "CheckpointSnapshot",
+    "Format",
+    "SnapshotRecord",
+    "check_state_shape",
+]
+
+Format = Literal["json", "msgpack"]
+
+FORMAT_VERSION = 2
+"""The snapshot record version this release writes and reads."""
+
+STATE_BUCKETS = ("workflow_state", "executor_states", "edge_states", "messages")
+MESSAGE_KEYS = ("input", "pending", "output")
+_FORMATS = ("json", "msgpack")
+
+
+class SnapshotRecord(msgspec.Struct, frozen=True):
+    """What every storage persists and loads for one snapshot; storages never decode state.
+
+    ``parts[bucket][key]`` is ``checkflow.state.encode(state[bucket][key], format=format)``
+    (``parts["messages"]`` has exactly ``input``, ``pending`` and ``output``), so a storage can
+    share unchanged parts between snapshots by content. ``metadata`` is in the codec's
+    ``to_builtins`` form.
+    """
+
+    snapshot_id: str
+    parent_snapshot_id: str | None
+    timestamp: str
+    metadata: dict[str, Any]
+    format: Format
+    parts: dict[str, dict[str, bytes]]
+    format_version: int = FORMAT_VERSION
+
+
+def check_state_shape(state: Mapping[str, Any]) -> None:
+    """Refuse a state that is not exactly the four buckets (and ``messages`` its three keys)."""
+    if not isinstance(state, Mapping):
+        raise TypeError(f"snapshot state must be a dict, not {type(state).__name__}")
+    if set(state) != set(STATE_BUCKETS):
+        raise ValueError(
+            f"snapshot state must have exactly the keys {list(STATE_BUCKETS)}, "
+            f"got {sorted(map(str, state))}"
+        )
+    for bucket in STATE_BUCKETS:
+        if not isinstance(state[bucket], Mapping):
+            raise TypeError(
+                f"snapshot state[{bucket!r}] must be a dict, not {type(state[bucket]).__name__}"
+            )
+    if set(state["messages"]) != set(MESSAGE_KEYS):
+        raise ValueError(
+            f"snapshot state['messages'] must have exactly the keys {list(MESSAGE_KEYS)}, "
+            f"got {sorted(map(str, state['messages']))}"
+        )
+
+
+def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, bytes]]:
+    parts: dict[str, dict[str, bytes]] = {}
+    for bucket in STATE_BUCKETS:
+        encoded: dict[str, bytes] = {}
+        for key, value in state[bucket].items():
+            if not isinstance(key, str):
+                raise TypeError(f"snapshot state[{bucket!r}] keys must be str, got {key!r}")
+            encoded[key] = codec.encode(value, format=fmt, path=f"{bucket}.{key}")
+        parts[bucket] = encoded
+    return parts
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def check_record(record: SnapshotRecord, *, source: str = "") -> None:
+    """Refuse a record of an unknown version or encoding, or with the wrong buckets."""
+    if record.format_version != FORMAT_VERSION:
+        raise UnsupportedFormatVersionError(
+            f"{source + ': ' if source else ''}snapshot {record.snapshot_id!r} has format "
+            f"version {record.format_version}; this release reads version {FORMAT_VERSION}",
+            version=record.format_version,
+        )
+    if record.format not in _FORMATS:
+        raise UnsupportedFormatVersionError(
+            f"{source + ': ' if source else ''}snapshot {record.snapshot_id!r} has unknown "
+            f"encoding {record.format!r}",
+            format=record.format,
+        )
+    if set(record.parts) != set(STATE_BUCKETS) or set(record.parts["messages"]) != set(
+        MESSAGE_KEYS
+    ):
+        raise CorruptCheckpointError(
+            f"snapshot {record.snapshot_id!r} does not hold the four state buckets",
+            source=source,
+        )
+
+
+class CheckpointSnapshot:
+    """The complete, immutable state of one workflow execution at one resumable boundary.
+
+    ``state`` decodes the stored encoding into a fresh dict on EVERY access (the encoding is
+    the copy): mutate what you read freely, and read it once into a local when you need it
+    repeatedly. Build snapshots with ``Checkpoint.commit_snapshot()``; storages rebuild them
+    with ``CheckpointSnapshot.from_record()``.
+    """
+
+    __slots__ = ("_record", "_source")
+
+    def __init__(
+        self,
+        *,
+        state: Mapping[str, Any],
+        parent_snapshot_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        format: Format = "json",
+        snapshot_id: str | None = None,
+        timestamp: str | None = None,
+    ) -> None:
+        check_state_shape(state)
+        if format not in _FORMATS:
+            raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
+        self._source = ""
+        self._record = SnapshotRecord(
+            snapshot_id=snapshot_id if snapshot_id is not None else new_snapshot_id(),
+            parent_snapshot_id=parent_snapshot_id,
+            timestamp=timestamp if timestamp is not None else _now_iso(),
+            metadata=codec.to_builtins(dict(metadata or {}), path="metadata"),
+            format=format,
+            parts=_encode_parts(state, format),
+        )
+
+    @classmethod
+    def from_record(cls, record: SnapshotRecord, *, source: str = "") -> CheckpointSnapshot:
+        """Wrap a persisted record without decoding its state (decoding happens on access).
+
+        ``source`` names where the record came from (a file, an item) for error messages.
+        """
+        check_record(record, source=source)
+        snapshot = cls.__new__(cls)
+        snapshot._record = record
+        snapshot._source = source
+        return snapshot
+
+    @property
+    def record(self) -> SnapshotRecord:
+        """The persisted form (immutable; never mutate its dicts)."""
+        return self._record
+
+    @property
+    def snapshot_id(self) -> str:
+        return self._record.snapshot_id
+
+    @property
+    def parent_snapshot_id(self) -> str | None:
+        return self._record.parent_snapshot_id
+
+    @property
+    def timestamp(self) -> str:
+        """When the snapshot was created, ISO 8601 in UTC."""
+        return self._record.timestamp
+
+    @property
+    def format_version(self) -> int:
+        return self._record.format_version
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Diagnostic metadata (``boundary``, ``superstep``, ...), a fresh dict per access."""
+        return self._decode(lambda: codec.from_builtins(self._record.metadata, path="metadata"))
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The four state buckets, decoded into a fresh dict on every access."""
+        fmt = self._record.format
+        return self._decode(
+            lambda: {
+                bucket: {
+                    key: codec.decode(data, format=fmt, path=f"{bucket}.{key}")
+                    for key, data in parts.items()
+                }
+                for bucket, parts in self._record.parts.items()
+            }
+        )
+
+    def _decode(self, decode: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        try:
+            return decode()
+        except (msgspec.DecodeError, msgspec.ValidationError, StateEncodingError) as exc:
+            raise CorruptCheckpointError(
+                f"snapshot {self.snapshot_id!r} cannot be decoded: {exc}", source=self._source
+            ) from exc
+
+    def __repr__(self) -> str:
+        return (
+            f"CheckpointSnapshot(snapshot_id={self.snapshot_id!r}, "
+            f"parent_snapshot_id={self.parent_snapshot_id!r}, timestamp={self.timestamp!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CheckpointSnapshot):
+            return NotImplemented
+        return self._record == other._record
+
+    def __hash__(self) -> int:
+        return hash(self._record.snapshot_id)

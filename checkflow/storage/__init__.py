@@ -1,0 +1,10 @@
+"""Checkpoint storages: in memory and on the local file system.
+
+The Azure Cosmos DB storage lives in ``checkflow.storage.cosmos`` (extra ``cosmos``) and is
+imported only from there.
+"""
+
+from checkflow.storage._file import FileCheckpointStorage
+from checkflow.storage._memory import InMemoryCheckpointStorage
+
+__all__ = ["FileCheckpointStorage", "InMemoryCheckpointStorage"]

@@ -1,0 +1,366 @@
+"""``FileCheckpointStorage``: one append-only, checksummed log per checkpoint, one fsync per commit.
+
+Layout under ``root``: a folder per checkpoint named ``safe_name(checkpoint_id)`` holding
+``log`` (see ``_log``) and a permanent ``lock`` file. A commit appends one record - the
+snapshot, the part bytes the log lacks, and implicitly the new head - and fsyncs once; the
+compare-and-swap on the head runs under an ``asyncio.Lock`` per (root, id) and an ``flock``
+taken in a worker thread, so it holds within and across processes. Each instance caches the
+log's end, head and known part hashes per checkpoint and re-validates them under the flock
+(inode and size), so it never trusts a cache another process may have outdated. This module
+must never silently skip a damaged record or substitute an older head.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from checkflow import state as codec
+from checkflow._fs import atomic_write, exclusive_lock, fsync_directory, safe_name
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, Format, SnapshotRecord
+from checkflow.errors import CheckpointConflictError, CheckpointNotFoundError
+from checkflow.storage import _log
+from checkflow.storage._graph import unreachable
+
+__all__ = ["FileCheckpointStorage"]
+
+_LOG, _LOCK = "log", "lock"
+_loop_locks: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]
+]
+_loop_locks = weakref.WeakKeyDictionary()
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass
+class _Tail:
+    """What this instance knows about one log as of byte ``end`` of file ``inode``."""
+
+    inode: tuple[int, int]
+    end: int
+    format: str
+    head: str | None = None
+    known: set[str] = field(default_factory=set)
+    recent: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Loaded:
+    header: _log.LogHeader
+    commits: list[_log.CommitRecord]
+    blobs: dict[str, bytes]
+
+
+class FileCheckpointStorage:
+    """Checkpoints as files under ``root``; ``format`` ("json" or "msgpack") encodes new state."""
+
+    def __init__(self, root: str | os.PathLike[str], *, format: Format = "json") -> None:
+        if format not in ("json", "msgpack"):
+            raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
+        self.root = Path(root).resolve()
+        self.format: Format = format
+        self._tails: dict[str, _Tail] = {}
+
+    def __repr__(self) -> str:
+        return f"FileCheckpointStorage({str(self.root)!r}, format={self.format!r})"
+
+    # -- the protocol --------------------------------------------------------------------
+
+    async def commit_snapshot(
+        self,
+        checkpoint: Checkpoint,
+        snapshot: CheckpointSnapshot,
+        *,
+        expected_head_snapshot_id: str | None,
+    ) -> None:
+        """Append ``snapshot`` as the new head if the head is still the expected one."""
+        async with self._lock(checkpoint.checkpoint_id):
+            await asyncio.to_thread(
+                self._commit_sync,
+                checkpoint.checkpoint_id,
+                snapshot.record,
+                expected_head_snapshot_id,
+                (checkpoint.workflow_name, checkpoint.graph_signature_hash),
+            )
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        """Read the log, verify the head's state decodes, and attach the checkpoint here."""
+        async with self._lock(checkpoint_id):
+            loaded = await asyncio.to_thread(self._load_sync, checkpoint_id)
+        source = str(self._folder(checkpoint_id) / _LOG)
+        fmt: Format = "json" if loaded.header.format == "json" else "msgpack"
+        snapshots = [_snapshot(c, loaded.blobs, fmt, source) for c in loaded.commits]
+        last = loaded.commits[-1]
+        checkpoint = Checkpoint(
+            loaded.header.checkpoint_id,
+            workflow_name=last.workflow_name,
+            graph_signature_hash=last.graph_signature_hash,
+            snapshots=snapshots,
+            head_snapshot_id=last.snapshot_id,
+            checkpoint_storage=self,
+        )
+        snapshots[-1].state  # noqa: B018 - verify the head decodes now, not mid-run
+        return checkpoint
+
+    async def delete(self, checkpoint_id: str) -> None:
+        """Remove the checkpoint's log (the lock file stays: other processes may hold it)."""
+        async with self._lock(checkpoint_id):
+            await asyncio.to_thread(self._delete_sync, checkpoint_id)
+
+    async def list_checkpoint_ids(self) -> list[str]:
+        return await asyncio.to_thread(self._list_sync)
+
+    async def prune(self, checkpoint_id: str, *, keep: Iterable[str]) -> list[str]:
+        """Drop snapshots off the lineages of ``keep`` and the head, compacting the log."""
+        keep = list(keep)
+        async with self._lock(checkpoint_id):
+            return await asyncio.to_thread(self._prune_sync, checkpoint_id, keep)
+
+    # -- worker-thread halves --------------------------------------------------------------
+
+    def _commit_sync(
+        self,
+        checkpoint_id: str,
+        record: SnapshotRecord,
+        expected: str | None,
+        identity: tuple[str, str],
+    ) -> None:
+        folder = self._folder(checkpoint_id)
+        created = not folder.exists()
+        folder.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(folder / _LOCK):
+            tail = self._current_tail(checkpoint_id, folder)
+            actual = tail.head if tail is not None else None
+            if actual != expected:
+                raise CheckpointConflictError(
+                    checkpoint_id,
+                    expected_head_snapshot_id=expected,
+                    actual_head_snapshot_id=actual,
+                )
+            chunks: list[bytes] = []
+            if tail is None:
+                header = _log.LogHeader(_log.LOG_KIND, _log.LOG_VERSION, checkpoint_id, self.format)
+                chunks.append(_log.encode_record(header, self.format))
+                tail = _Tail(inode=(0, 0), end=0, format=self.format)
+            commit, new_hashes, recent = _commit_record(record, tail, identity)
+            chunks.append(_log.encode_record(commit, tail.format))
+            data = b"".join(chunks)
+            path = folder / _LOG
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            if tail.end == 0:  # a new log: make its directory entries durable too
+                fsync_directory(folder)
+                if created:
+                    fsync_directory(self.root)
+            tail.inode, tail.end, tail.head = (st.st_dev, st.st_ino), st.st_size, record.snapshot_id
+            tail.known |= new_hashes
+            tail.recent = recent
+            self._tails[checkpoint_id] = tail
+
+    def _current_tail(self, checkpoint_id: str, folder: Path) -> _Tail | None:
+        """The validated tail of the log (caller holds the flock); truncates a torn record."""
+        path = folder / _LOG
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._tails.pop(checkpoint_id, None)
+            return None
+        inode = (st.st_dev, st.st_ino)
+        tail = self._tails.get(checkpoint_id)
+        if tail is not None and tail.inode == inode and tail.end == st.st_size:
+            return tail
+        if tail is None or tail.inode != inode or tail.end > st.st_size:
+            loaded, end = self._read(path, checkpoint_id)
+            if not loaded.commits:
+                tail = None
+            else:
+                tail = _Tail(inode, end, loaded.header.format, loaded.commits[-1].snapshot_id)
+                tail.known = set(loaded.blobs)
+        else:  # same file, grown by another writer: read only the new records
+            with open(path, "rb") as handle:
+                handle.seek(tail.end)
+                payloads, valid = _log.scan(handle.read(), source=str(path), offset=tail.end)
+            for payload in payloads:
+                commit = _log.decode_commit(payload, tail.format, source=str(path))
+                tail.head = commit.snapshot_id
+                tail.known.update(commit.blobs)
+            tail.end += valid
+            tail.recent = {}
+            end = tail.end
+        if end < st.st_size:
+            os.truncate(path, end)  # a torn record from a crashed writer: never append after it
+        if tail is None:
+            self._tails.pop(checkpoint_id, None)
+            return None
+        self._tails[checkpoint_id] = tail
+        return tail
+
+    def _read(self, path: Path, checkpoint_id: str) -> tuple[_Loaded, int]:
+        source = str(path)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise CheckpointNotFoundError(checkpoint_id) from None
+        payloads, end = _log.scan(data, source=source)
+        if not payloads:
+            raise CheckpointNotFoundError(checkpoint_id)
+        header = _log.decode_header(payloads[0], source=source)
+        commits = [_log.decode_commit(p, header.format, source=source) for p in payloads[1:]]
+        blobs: dict[str, bytes] = {}
+        for commit in commits:
+            for digest, raw in commit.blobs.items():
+                blobs[digest] = bytes(raw)
+        return _Loaded(header, commits, blobs), end
+
+    def _load_sync(self, checkpoint_id: str) -> _Loaded:
+        folder = self._folder(checkpoint_id)
+        if not (folder / _LOG).exists():
+            raise CheckpointNotFoundError(checkpoint_id)
+        with exclusive_lock(folder / _LOCK):
+            loaded, _ = self._read(folder / _LOG, checkpoint_id)
+        if not loaded.commits:
+            raise CheckpointNotFoundError(checkpoint_id)
+        return loaded
+
+    def _delete_sync(self, checkpoint_id: str) -> None:
+        folder = self._folder(checkpoint_id)
+        if not (folder / _LOG).exists():
+            raise CheckpointNotFoundError(checkpoint_id)
+        with exclusive_lock(folder / _LOCK):
+            try:
+                os.unlink(folder / _LOG)
+            except FileNotFoundError:
+                raise CheckpointNotFoundError(checkpoint_id) from None
+            fsync_directory(folder)
+            self._tails.pop(checkpoint_id, None)
+
+    def _list_sync(self) -> list[str]:
+        ids: list[str] = []
+        if not self.root.is_dir():
+            return ids
+        for folder in self.root.iterdir():
+            path = folder / _LOG
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read(65536)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            payloads, end = _log.scan(data, source=str(path))
+            if payloads and (len(payloads) > 1 or os.path.getsize(path) > end):
+                ids.append(_log.decode_header(payloads[0], source=str(path)).checkpoint_id)
+        return sorted(ids)
+
+    def _prune_sync(self, checkpoint_id: str, keep: list[str]) -> list[str]:
+        folder = self._folder(checkpoint_id)
+        if not (folder / _LOG).exists():
+            raise CheckpointNotFoundError(checkpoint_id)
+        with exclusive_lock(folder / _LOCK):
+            loaded, _ = self._read(folder / _LOG, checkpoint_id)
+            parents = {c.snapshot_id: c.parent_snapshot_id for c in loaded.commits}
+            head = loaded.commits[-1].snapshot_id if loaded.commits else None
+            removed = unreachable(checkpoint_id, parents, head=head, keep=keep)
+            if removed:
+                atomic_write(folder / _LOG, _compacted(loaded, set(removed)))
+                self._tails.pop(checkpoint_id, None)
+            return removed
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _folder(self, checkpoint_id: str) -> Path:
+        return self.root / safe_name(checkpoint_id)
+
+    def _lock(self, checkpoint_id: str) -> asyncio.Lock:
+        locks = _loop_locks.setdefault(asyncio.get_running_loop(), {})
+        key = (str(self.root), checkpoint_id)
+        lock = locks.get(key)
+        if lock is None:
+            lock = locks[key] = asyncio.Lock()
+        return lock
+
+
+def _commit_record(
+    record: SnapshotRecord, tail: _Tail, identity: tuple[str, str]
+) -> tuple[_log.CommitRecord, set[str], dict[tuple[str, str], tuple[bytes, str]]]:
+    """The log record for ``record``: part hashes, plus the bytes of parts new to the log."""
+    refs: dict[str, dict[str, str]] = {}
+    blobs: dict[str, msgspec.Raw] = {}
+    recent: dict[tuple[str, str], tuple[bytes, str]] = {}
+    for bucket, values in record.parts.items():
+        bucket_refs = refs[bucket] = {}
+        for key, data in values.items():
+            if record.format != tail.format:
+                data = codec.encode(codec.decode(data, format=record.format), format=tail.format)  # type: ignore[arg-type]
+            previous = tail.recent.get((bucket, key))
+            # Comparing with the previous snapshot's bytes is far cheaper than hashing them.
+            digest = previous[1] if previous is not None and previous[0] == data else _digest(data)
+            bucket_refs[key] = digest
+            recent[(bucket, key)] = (data, digest)
+            if digest not in tail.known and digest not in blobs:
+                blobs[digest] = msgspec.Raw(data)
+    commit = _log.CommitRecord(
+        snapshot_id=record.snapshot_id,
+        parent_snapshot_id=record.parent_snapshot_id,
+        timestamp=record.timestamp,
+        metadata=record.metadata,
+        format_version=record.format_version,
+        parts=refs,
+        blobs=blobs,
+        workflow_name=identity[0],
+        graph_signature_hash=identity[1],
+    )
+    return commit, set(blobs), recent
+
+
+def _snapshot(
+    commit: _log.CommitRecord, blobs: dict[str, bytes], fmt: Format, source: str
+) -> CheckpointSnapshot:
+    try:
+        parts = {b: {k: blobs[h] for k, h in refs.items()} for b, refs in commit.parts.items()}
+    except KeyError as exc:
+        from checkflow.errors import CorruptCheckpointError
+
+        raise CorruptCheckpointError(
+            f"snapshot {commit.snapshot_id!r} names state part {exc.args[0]!r}, "
+            "which the log does not hold",
+            source=source,
+        ) from None
+    record = SnapshotRecord(
+        snapshot_id=commit.snapshot_id,
+        parent_snapshot_id=commit.parent_snapshot_id,
+        timestamp=commit.timestamp,
+        metadata=commit.metadata,
+        format=fmt,
+        parts=parts,
+        format_version=commit.format_version,
+    )
+    return CheckpointSnapshot.from_record(record, source=source)
+
+
+def _compacted(loaded: _Loaded, removed: set[str]) -> bytes:
+    """A fresh log holding only the surviving commits, each part's bytes written once."""
+    fmt = loaded.header.format
+    chunks = [_log.encode_record(loaded.header, fmt)]
+    written: set[str] = set()
+    for commit in loaded.commits:
+        if commit.snapshot_id in removed:
+            continue
+        needed = {h for refs in commit.parts.values() for h in refs.values()} - written
+        blobs = {h: msgspec.Raw(loaded.blobs[h]) for h in sorted(needed)}
+        written |= needed
+        chunks.append(_log.encode_record(msgspec.structs.replace(commit, blobs=blobs), fmt))
+    return b"".join(chunks)

@@ -1,0 +1,156 @@
+"""The on-disk log of one file-stored checkpoint: framing, record shapes and scanning.
+
+A log is a header record (always JSON: the original checkpoint id and the log's encoding)
+followed by one commit record per snapshot; a commit record also makes its snapshot the
+persisted head. Each record is framed as::
+
+    magic "CFL1" | u32 length | u32 ~length | u32 crc32(payload) | payload | "CFE\\n"
+
+so a torn last record (cut short, or with its end marker missing) is recognisable and
+ignored, while a damaged record anywhere else - or a complete last record whose checksum
+fails - is corruption. State parts are content-addressed: a commit record carries only the
+part bytes (``blobs``) the log does not hold yet. This module never opens files or locks.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Any
+
+import msgspec
+
+from checkflow.errors import CorruptCheckpointError, UnsupportedFormatVersionError
+
+__all__ = [
+    "LOG_KIND",
+    "LOG_VERSION",
+    "CommitRecord",
+    "LogHeader",
+    "decode_commit",
+    "decode_header",
+    "encode_record",
+    "frame",
+    "scan",
+]
+
+LOG_KIND = "checkflow.checkpoint-log"
+LOG_VERSION = 1
+MAGIC = b"CFL1"
+END = b"CFE\n"
+_HEAD = struct.Struct("<4sIII")
+
+
+class LogHeader(msgspec.Struct, frozen=True):
+    """First record of every log: what it is and whose it is."""
+
+    kind: str
+    version: int
+    checkpoint_id: str
+    format: str
+
+
+class CommitRecord(msgspec.Struct, frozen=True):
+    """One committed snapshot (and therefore the new persisted head)."""
+
+    snapshot_id: str
+    parent_snapshot_id: str | None
+    timestamp: str
+    metadata: dict[str, Any]
+    format_version: int
+    parts: dict[str, dict[str, str]]  # bucket -> key -> content hash
+    blobs: dict[str, msgspec.Raw]  # content hash -> encoded part, only those new to the log
+    workflow_name: str = ""
+    graph_signature_hash: str = ""
+
+
+_ENCODERS: dict[str, msgspec.json.Encoder | msgspec.msgpack.Encoder] = {
+    "json": msgspec.json.Encoder(),
+    "msgpack": msgspec.msgpack.Encoder(),
+}
+_COMMIT_DECODERS: dict[str, Any] = {
+    "json": msgspec.json.Decoder(CommitRecord),
+    "msgpack": msgspec.msgpack.Decoder(CommitRecord),
+}
+_HEADER_DECODER = msgspec.json.Decoder(LogHeader)
+
+
+def encode_record(record: LogHeader | CommitRecord, format: str) -> bytes:
+    """Frame one record (headers are always JSON, commits use the log's ``format``)."""
+    encoder = _ENCODERS["json" if isinstance(record, LogHeader) else format]
+    return frame(encoder.encode(record))
+
+
+def frame(payload: bytes) -> bytes:
+    length = len(payload)
+    head = _HEAD.pack(MAGIC, length, length ^ 0xFFFFFFFF, zlib.crc32(payload))
+    return b"".join((head, payload, END))
+
+
+def scan(data: bytes | memoryview, *, source: str, offset: int = 0) -> tuple[list[bytes], int]:
+    """Return the complete payloads in ``data`` and where the valid log ends.
+
+    The valid end is before a torn last record; a damaged record that is not such a tail
+    raises ``CorruptCheckpointError`` naming ``source`` and the byte offset (+ ``offset``).
+    """
+    view = memoryview(data)
+    payloads: list[bytes] = []
+    pos, size = 0, len(view)
+    while pos < size:
+        if size - pos < _HEAD.size:
+            _torn_or_corrupt(view[pos:], source, offset + pos, tail_possible=True)
+            break
+        magic, length, check, crc = _HEAD.unpack_from(view, pos)
+        if magic != MAGIC or length ^ 0xFFFFFFFF != check:
+            _torn_or_corrupt(view[pos:], source, offset + pos, tail_possible=False)
+            break
+        end = pos + _HEAD.size + length + len(END)
+        if end > size:
+            break  # cut short by a crash: the last write never completed
+        payload = bytes(view[pos + _HEAD.size : end - len(END)])
+        intact_end = view[end - len(END) : end] == END
+        if zlib.crc32(payload) != crc or not intact_end:
+            if end == size and not intact_end:
+                break  # the last write's pages did not all reach the disk
+            raise CorruptCheckpointError(
+                f"log record at byte {offset + pos} fails its checksum", source=source
+            )
+        payloads.append(payload)
+        pos = end
+    return payloads, pos
+
+
+def _torn_or_corrupt(rest: memoryview, source: str, at: int, *, tail_possible: bool) -> None:
+    # Past the last good record: a crash can leave a short header or zero-filled blocks.
+    if tail_possible and MAGIC.startswith(bytes(rest[: len(MAGIC)])):
+        return
+    if not any(rest):
+        return
+    raise CorruptCheckpointError(f"log record at byte {at} has a damaged header", source=source)
+
+
+def decode_header(payload: bytes, *, source: str) -> LogHeader:
+    try:
+        header = _HEADER_DECODER.decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptCheckpointError(f"malformed log header: {exc}", source=source) from exc
+    if header.kind != LOG_KIND or header.version != LOG_VERSION:
+        raise UnsupportedFormatVersionError(
+            f"{source}: log of kind {header.kind!r} version {header.version} is not readable; "
+            f"this release reads {LOG_KIND!r} version {LOG_VERSION}",
+            format=header.kind,
+            version=header.version,
+        )
+    if header.format not in _ENCODERS:
+        raise UnsupportedFormatVersionError(
+            f"{source}: log encoding {header.format!r} is unknown", format=header.format
+        )
+    return header
+
+
+def decode_commit(payload: bytes, format: str, *, source: str) -> CommitRecord:
+    try:
+        record: CommitRecord = _COMMIT_DECODERS[format].decode(payload)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptCheckpointError(f"malformed commit record: {exc}", source=source) from exc
+    return record
