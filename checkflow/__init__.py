@@ -42,7 +42,19 @@ from checkflow.state import (
 )
 
 # -- checkpoints (section owned by checkpoints) --
+# isort: split
+from checkflow.checkpoints import (
+    Checkpoint,
+    CheckpointReference,
+    CheckpointSnapshot,
+    CheckpointStorage,
+    SnapshotRecord,
+    active_run,
+)
+
 # -- storage (section owned by storage) --
+from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
+
 # -- sessions (section owned by sessions) --
 # -- workflows (section owned by the engine) --
 # -- agents (section owned by agents) --
@@ -54,22 +66,29 @@ __all__ = [
     "AgentError",
     "AgentServiceError",
     "CheckflowError",
+    "Checkpoint",
     "CheckpointConflictError",
     "CheckpointError",
     "CheckpointInUseError",
     "CheckpointNotFoundError",
+    "CheckpointReference",
+    "CheckpointSnapshot",
+    "CheckpointStorage",
     "CommitOutcomeUnknownError",
     "ConversationBusyError",
     "ConversationNotFoundError",
     "CorruptCheckpointError",
     "CorruptSessionError",
+    "FileCheckpointStorage",
     "GraphSignatureMismatchError",
     "HostingError",
+    "InMemoryCheckpointStorage",
     "InvalidResponseError",
     "OpaqueValue",
     "SessionConflictError",
     "SessionError",
     "SnapshotNotFoundError",
+    "SnapshotRecord",
     "StaleResumeTokenError",
     "StateEncodingError",
     "StateError",
@@ -80,6 +99,7 @@ __all__ = [
     "WorkflowRunError",
     "WorkflowValidationError",
     "__version__",
+    "active_run",
     "decode_for_inspection",
     "is_registered",
     "register_state_type",
