@@ -13,7 +13,7 @@ import base64
 import datetime
 import decimal
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from checkflow.state._paths import WalkError
@@ -33,32 +33,26 @@ def make_decoder(on_unknown: Callable[[str, Any], Any] | None) -> Walk:
     def walk(value: Any) -> Any:
         t = type(value)
         if t is dict:
-            return walk_dict(value) if TYPE_KEY in value else walk_entries(value)
+            return walk_dict(value) if TYPE_KEY in value else walk_slots(value, value.items())
         if t is list:
-            return walk_items(value)
+            return walk_slots(value, enumerate(value))
         return value
 
-    def walk_entries(d: dict[str, Any]) -> dict[str, Any]:
+    def walk_slots(container: Any, slots: Iterable[tuple[Any, Any]]) -> Any:
         try:
-            for key, value in d.items():
+            for slot, value in slots:
                 t = type(value)
-                if t is dict or t is list:
-                    d[key] = walk(value)
+                if t is dict:
+                    if TYPE_KEY in value:
+                        container[slot] = walk_dict(value)
+                    else:
+                        walk_slots(value, value.items())
+                elif t is list:
+                    walk_slots(value, enumerate(value))
         except WalkError as error:
-            error.enter(d)
+            error.enter(container)
             raise
-        return d
-
-    def walk_items(items: list[Any]) -> list[Any]:
-        try:
-            for index, value in enumerate(items):
-                t = type(value)
-                if t is dict or t is list:
-                    items[index] = walk(value)
-        except WalkError as error:
-            error.enter(items)
-            raise
-        return items
+        return container
 
     def walk_dict(d: dict[str, Any]) -> Any:
         type_id = d[TYPE_KEY]
@@ -66,11 +60,13 @@ def make_decoder(on_unknown: Callable[[str, Any], Any] | None) -> Walk:
             raise WalkError(f"malformed tagged value {_short(d)}", child=d)
         payload = d[VALUE_KEY]
         try:
-            if type_id == _ID_DICT:
-                return walk_entries(_expect(payload, dict))
             builtin = _BUILTINS.get(type_id)
             if builtin is not None:
-                return builtin(walk(payload))
+                if type(payload) is list:
+                    walk_slots(payload, enumerate(payload))
+                return builtin(payload)
+            if type_id == _ID_DICT:
+                return walk_slots(payload, _expect(payload, dict).items())
             entry = registered_by_id.get(type_id)
             if entry is None:
                 if on_unknown is not None:
@@ -112,13 +108,13 @@ def _big_int(payload: Any) -> int:
     return int(_expect(payload, str))
 
 
+def _decimal(payload: Any) -> decimal.Decimal:
+    return decimal.Decimal(_expect(payload, str))  # never from a float: that would round
+
+
 def _timedelta(payload: Any) -> datetime.timedelta:
     days, seconds, microseconds = _expect(payload, list)
     return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
-
-
-def _from_str(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
-    return lambda payload: parse(_expect(payload, str))
 
 
 def _from_list(build: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
@@ -132,10 +128,11 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
     BUILTIN_TYPE_IDS["set"]: _from_list(set),
     BUILTIN_TYPE_IDS["frozenset"]: _from_list(frozenset),
     BUILTIN_TYPE_IDS["bytes"]: _bytes,
-    BUILTIN_TYPE_IDS["datetime"]: _from_str(datetime.datetime.fromisoformat),
-    BUILTIN_TYPE_IDS["date"]: _from_str(datetime.date.fromisoformat),
-    BUILTIN_TYPE_IDS["time"]: _from_str(datetime.time.fromisoformat),
+    # these parsers raise on anything but a str payload; walk_dict reports it as malformed
+    BUILTIN_TYPE_IDS["datetime"]: datetime.datetime.fromisoformat,
+    BUILTIN_TYPE_IDS["date"]: datetime.date.fromisoformat,
+    BUILTIN_TYPE_IDS["time"]: datetime.time.fromisoformat,
     BUILTIN_TYPE_IDS["timedelta"]: _timedelta,
-    BUILTIN_TYPE_IDS["uuid"]: _from_str(uuid.UUID),
-    BUILTIN_TYPE_IDS["decimal"]: _from_str(decimal.Decimal),
+    BUILTIN_TYPE_IDS["uuid"]: uuid.UUID,
+    BUILTIN_TYPE_IDS["decimal"]: _decimal,
 }

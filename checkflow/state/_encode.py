@@ -35,27 +35,47 @@ _ID_SET = BUILTIN_TYPE_IDS["set"]
 _ID_FROZENSET = BUILTIN_TYPE_IDS["frozenset"]
 
 
+def _encode_registered(value: Any) -> dict[str, Any]:
+    cls = type(value)
+    entry = registered_by_type.get(cls)
+    if entry is None:
+        name = qualified_name(cls)
+        raise WalkError(
+            f"cannot encode a value of unregistered type {name}",
+            child=value,
+            unregistered=name,
+            hint="; register it with checkflow.state.register_state_type",
+        )
+    try:
+        raw = entry.to_raw(value)
+    except Exception as exc:
+        error = WalkError(f"the encoder of {entry.type_id!r} raised {exc!r}", child=value)
+        raise error from exc
+    try:
+        return {TYPE_KEY: entry.type_id, VALUE_KEY: encode_value(raw)}
+    except WalkError as error:
+        error.skip(value)
+        raise
+
+
 def encode_value(value: Any) -> Any:
     """Return ``value`` as msgspec-native data; raises ``WalkError`` on refusal."""
     t = type(value)
     if t is str or t is bool or value is None:
         return value
-    if t is int:
-        return (
-            value if _INT_MIN <= value <= _INT_MAX else {TYPE_KEY: _ID_INT, VALUE_KEY: str(value)}
-        )
-    if t is float:
-        if value - value == 0.0:  # false for nan and +-inf
-            return value
-        raise WalkError(f"non-finite float {value!r} cannot be stored", child=value)
-    if t is dict:
-        return _encode_dict(value)
-    if t is list:
-        return _encode_items(value, value)
-    handler = _HANDLERS.get(t)
-    if handler is not None:
-        return handler(value)
-    return _encode_registered(value)
+    return _HANDLERS.get(t, _encode_registered)(value)
+
+
+def _encode_int(value: int) -> Any:
+    if _INT_MIN <= value <= _INT_MAX:
+        return value
+    return {TYPE_KEY: _ID_INT, VALUE_KEY: str(value)}
+
+
+def _encode_float(value: float) -> float:
+    if value - value == 0.0:  # false for nan and +-inf
+        return value
+    raise WalkError(f"non-finite float {value!r} cannot be stored", child=value)
 
 
 def _encode_dict(d: dict[Any, Any]) -> dict[str, Any]:
@@ -66,6 +86,7 @@ def _encode_dict(d: dict[Any, Any]) -> dict[str, Any]:
 
 def _encode_entries(d: dict[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    handlers = _HANDLERS
     try:
         for key, value in d.items():
             if type(key) is not str:
@@ -81,7 +102,7 @@ def _encode_entries(d: dict[Any, Any]) -> dict[str, Any]:
             ):
                 out[key] = value
             else:
-                out[key] = encode_value(value)
+                out[key] = handlers.get(t, _encode_registered)(value)
     except WalkError as error:
         error.enter(d)
         raise
@@ -91,12 +112,21 @@ def _encode_entries(d: dict[Any, Any]) -> dict[str, Any]:
 def _encode_items(container: Any, items: Iterable[Any]) -> list[Any]:
     try:
         return [
-            item if (t := type(item)) is str or t is bool or item is None else encode_value(item)
+            item
+            if (t := type(item)) is str
+            or t is bool
+            or item is None
+            or (t is int and _INT_MIN <= item <= _INT_MAX)
+            else encode_value(item)
             for item in items
         ]
     except WalkError as error:
         error.enter(container, items)
         raise
+
+
+def _encode_list(value: list[Any]) -> list[Any]:
+    return _encode_items(value, value)
 
 
 def _tagged_items(type_id: str) -> Callable[[Any], dict[str, Any]]:
@@ -123,6 +153,10 @@ def _timedelta_raw(value: datetime.timedelta) -> list[int]:
 
 
 _HANDLERS: dict[type[Any], Callable[[Any], Any]] = {
+    int: _encode_int,
+    float: _encode_float,
+    dict: _encode_dict,
+    list: _encode_list,
     tuple: _tagged_items(_ID_TUPLE),
     set: _tagged_members(_ID_SET),
     frozenset: _tagged_members(_ID_FROZENSET),
@@ -134,26 +168,3 @@ _HANDLERS: dict[type[Any], Callable[[Any], Any]] = {
     uuid.UUID: _tagged(BUILTIN_TYPE_IDS["uuid"], str),
     decimal.Decimal: _tagged(BUILTIN_TYPE_IDS["decimal"], str),
 }
-
-
-def _encode_registered(value: Any) -> dict[str, Any]:
-    cls = type(value)
-    entry = registered_by_type.get(cls)
-    if entry is None:
-        name = qualified_name(cls)
-        raise WalkError(
-            f"cannot encode a value of unregistered type {name}",
-            child=value,
-            unregistered=name,
-            hint="; register it with checkflow.state.register_state_type",
-        )
-    try:
-        raw = entry.to_raw(value)
-    except Exception as exc:
-        error = WalkError(f"the encoder of {entry.type_id!r} raised {exc!r}", child=value)
-        raise error from exc
-    try:
-        return {TYPE_KEY: entry.type_id, VALUE_KEY: encode_value(raw)}
-    except WalkError as error:
-        error.skip(value)
-        raise

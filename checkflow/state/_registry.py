@@ -191,9 +191,7 @@ def _default_codec(cls: type[Any]) -> tuple[Callable[[Any], Any], Callable[[Any]
         return _dataclass_codec(cls)
     pydantic = sys.modules.get("pydantic")  # a model's class implies pydantic is imported
     if pydantic is not None and issubclass(cls, pydantic.BaseModel):
-        return (lambda obj: obj.model_dump(mode="python", round_trip=True)), (
-            cls.model_validate
-        )
+        return (lambda obj: obj.model_dump(mode="python", round_trip=True)), (cls.model_validate)
     if callable(getattr(cls, "to_dict", None)) and callable(getattr(cls, "from_dict", None)):
         return (lambda obj: obj.to_dict()), cls.from_dict
     raise TypeError(
