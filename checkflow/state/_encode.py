@@ -63,7 +63,8 @@ def encode_value(value: Any) -> Any:
     t = type(value)
     if t is str or t is bool or value is None:
         return value
-    return _HANDLERS.get(t, _encode_registered)(value)
+    handler: Callable[[Any], Any] = _HANDLERS.get(t, _encode_registered)
+    return handler(value)
 
 
 def _encode_int(value: int) -> Any:
@@ -102,7 +103,8 @@ def _encode_entries(d: dict[Any, Any]) -> dict[str, Any]:
             ):
                 out[key] = value
             else:
-                out[key] = handlers.get(t, _encode_registered)(value)
+                handler: Callable[[Any], Any] = handlers.get(t, _encode_registered)
+                out[key] = handler(value)
     except WalkError as error:
         error.enter(d)
         raise
