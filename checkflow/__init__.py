@@ -56,15 +56,36 @@ from checkflow.checkpoints import (
 from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
 
 # -- sessions (section owned by sessions) --
+# isort: split
+from checkflow.sessions import AgentSession, FileSessionStore, InMemorySessionStore, SessionStore
+
 # -- workflows (section owned by the engine) --
 # -- agents (section owned by agents) --
+# isort: split
+from checkflow.agents import (
+    Agent,
+    AgentResponse,
+    AgentResponseUpdate,
+    ChatMessage,
+    FunctionCallContent,
+    FunctionResultContent,
+    ScriptedAgent,
+    TextContent,
+    UserInputRequestContent,
+)
+
 # -- hosting (section owned by hosting) --
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "AgentError",
+    "AgentResponse",
+    "AgentResponseUpdate",
     "AgentServiceError",
+    "AgentSession",
+    "ChatMessage",
     "CheckflowError",
     "Checkpoint",
     "CheckpointConflictError",
@@ -80,20 +101,28 @@ __all__ = [
     "CorruptCheckpointError",
     "CorruptSessionError",
     "FileCheckpointStorage",
+    "FileSessionStore",
+    "FunctionCallContent",
+    "FunctionResultContent",
     "GraphSignatureMismatchError",
     "HostingError",
     "InMemoryCheckpointStorage",
+    "InMemorySessionStore",
     "InvalidResponseError",
     "OpaqueValue",
+    "ScriptedAgent",
     "SessionConflictError",
     "SessionError",
+    "SessionStore",
     "SnapshotNotFoundError",
     "SnapshotRecord",
     "StaleResumeTokenError",
     "StateEncodingError",
     "StateError",
+    "TextContent",
     "UnregisteredStateTypeError",
     "UnsupportedFormatVersionError",
+    "UserInputRequestContent",
     "WorkflowConvergenceError",
     "WorkflowError",
     "WorkflowRunError",
