@@ -97,6 +97,11 @@ def to_wire_messages(
         results = [c for c in message.contents if isinstance(c, FunctionResultContent)]
         if any(isinstance(c, UserInputRequestContent) for c in message.contents):
             raise AgentError("a UserInputRequestContent cannot be sent to Chat Completions")
+        # Tool results must directly follow the assistant message that called the tools.
+        wire.extend(
+            {"role": "tool", "tool_call_id": r.call_id, "content": _result_text(r.result)}
+            for r in results
+        )
         if calls:
             wire.append(
                 {
@@ -107,10 +112,6 @@ def to_wire_messages(
             )
         elif text or not results:
             wire.append({"role": message.role, "content": text})
-        wire.extend(
-            {"role": "tool", "tool_call_id": r.call_id, "content": _result_text(r.result)}
-            for r in results
-        )
     return wire
 
 

@@ -1,6 +1,7 @@
 """What an agent run yields: a whole ``AgentResponse`` or a stream of ``AgentResponseUpdate``s.
 
-Plain value objects; this module must never run an agent or hold per-conversation state.
+Plain value objects, registered with the state codec because workflows carry them as messages
+(and so into snapshots). This module must never run an agent or hold per-conversation state.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from checkflow.agents._messages import (
     TextContent,
     UserInputRequestContent,
 )
+from checkflow.state import register_state_type
 
 __all__ = ["AgentResponse", "AgentResponseUpdate"]
 
 
+@register_state_type(type_id="checkflow.AgentResponseUpdate")
 @dataclass(frozen=True, slots=True)
 class AgentResponseUpdate:
     """One piece of a streamed response: usually a text delta, or whole function calls."""
@@ -34,6 +37,7 @@ class AgentResponseUpdate:
         return "".join(c.text for c in self.contents if isinstance(c, TextContent))
 
 
+@register_state_type(type_id="checkflow.AgentResponse")
 @dataclass(frozen=True, slots=True)
 class AgentResponse:
     """The messages one run produced (usually one assistant message).

@@ -105,3 +105,11 @@ def test_response_from_updates_starts_a_message_when_the_role_changes() -> None:
         ]
     )
     assert [m.role for m in response.messages] == ["assistant", "tool"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "msgpack"])
+def test_responses_and_updates_round_trip_through_the_codec(fmt: str) -> None:
+    response = AgentResponse([ChatMessage("assistant", "done")], author_name="bot")
+    update = AgentResponseUpdate((TextContent("do"),), author_name="bot")
+    data = state.encode([response, update], format=fmt)  # type: ignore[arg-type]
+    assert state.decode(data, format=fmt) == [response, update]  # type: ignore[arg-type]

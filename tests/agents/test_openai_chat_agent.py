@@ -293,3 +293,30 @@ async def test_text_content_objects_are_sent_as_plain_content(
         {"role": "system", "content": "extra"},
         {"role": "user", "content": "ab"},
     ]
+
+
+async def test_an_abandoned_stream_leaves_the_session_unchanged(
+    agent: OpenAIChatAgent, endpoint: respx.Route
+) -> None:
+    endpoint.respond(
+        content=sse(delta(content="Hel"), delta(content="lo")),
+        headers={"content-type": "text/event-stream"},
+    )
+    session = agent.create_session()
+    stream = agent.run("hi", session=session, stream=True)
+    async for _ in stream:
+        break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert session.state == {}
+
+
+async def test_function_results_are_sent_before_text_in_the_same_message(
+    agent: OpenAIChatAgent, endpoint: respx.Route
+) -> None:
+    endpoint.respond(json=completion("ok"))
+    mixed = ChatMessage("user", [TextContent("also, hurry"), FunctionResultContent("c1", "42")])
+    await agent.run(mixed)
+    assert sent(endpoint)["messages"][1:] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+        {"role": "user", "content": "also, hurry"},
+    ]

@@ -169,3 +169,8 @@ async def test_two_processes_racing_one_compare_and_set_exactly_one_wins(tmp_pat
     winner = next(w for w, outcome in outcomes.items() if outcome == "won")
     loaded = await store.get("shared")
     assert loaded is not None and loaded.state == {"writer": winner}
+
+
+def test_an_unknown_format_is_refused_at_construction(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'yaml'"):
+        FileSessionStore(tmp_path, format="yaml")  # type: ignore[arg-type]
