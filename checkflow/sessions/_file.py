@@ -13,7 +13,7 @@ import asyncio
 import os
 import weakref
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -30,6 +30,9 @@ FILE_FORMAT: Final = "checkflow.session"
 FILE_VERSION: Final = 1
 _SUFFIX: Final = ".session"
 _LOCK_NAME: Final = ".lock"
+
+
+_T = TypeVar("_T")
 
 
 class _Header(msgspec.Struct):
@@ -159,13 +162,23 @@ def _sniff(data: bytes) -> Format:
     return "json" if data[:1] == b"{" else "msgpack"
 
 
+def _decode_as(
+    json_decoder: msgspec.json.Decoder[_T],
+    msgpack_decoder: msgspec.msgpack.Decoder[_T],
+    data: bytes,
+    path: Path,
+    problem: str,
+) -> _T:
+    decoder = json_decoder if _sniff(data) == "json" else msgpack_decoder
+    try:
+        return decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptSessionError(f"{problem} ({exc})", source=str(path)) from exc
+
+
 def _parse(data: bytes, path: Path, session_id: str) -> _SessionFile:
     """Validate the envelope: known format and version, and the right session id."""
-    json = _sniff(data) == "json"
-    try:
-        header = (_JSON_HEADER if json else _MSGPACK_HEADER).decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptSessionError(f"not a session file ({exc})", source=str(path)) from exc
+    header = _decode_as(_JSON_HEADER, _MSGPACK_HEADER, data, path, "not a session file")
     if header.format != FILE_FORMAT:
         raise CorruptSessionError(
             f"not a session file: format is {header.format!r}, expected {FILE_FORMAT!r}",
@@ -177,10 +190,7 @@ def _parse(data: bytes, path: Path, session_id: str) -> _SessionFile:
             f"version {FILE_VERSION}",
             source=str(path),
         )
-    try:
-        envelope = (_JSON_FILE if json else _MSGPACK_FILE).decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptSessionError(f"malformed session envelope ({exc})", source=str(path)) from exc
+    envelope = _decode_as(_JSON_FILE, _MSGPACK_FILE, data, path, "malformed session envelope")
     if envelope.session_id != session_id:
         raise CorruptSessionError(
             f"file holds session {envelope.session_id!r}, not {session_id!r}", source=str(path)
