@@ -63,7 +63,10 @@ def make_decoder(on_unknown: Callable[[str, Any], Any] | None) -> Walk:
             builtin = _BUILTINS.get(type_id)
             if builtin is not None:
                 if type(payload) is list:
-                    walk_slots(payload, enumerate(payload))
+                    for item in payload:  # most payloads hold only scalars: skip the walk
+                        if type(item) is dict or type(item) is list:
+                            walk_slots(payload, enumerate(payload))
+                            break
                 return builtin(payload)
             if type_id == _ID_DICT:
                 return walk_slots(payload, _expect(payload, dict).items())
