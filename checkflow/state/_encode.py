@@ -68,8 +68,7 @@ def encode_value(value: Any) -> Any:
     t = type(value)
     if t is str or t is bool or value is None:
         return value
-    handler: Callable[[Any], Any] = _HANDLERS.get(t, _encode_registered)
-    return handler(value)
+    return _HANDLERS[t](value)
 
 
 def _encode_int(value: int) -> Any:
@@ -85,12 +84,6 @@ def _encode_float(value: float) -> float:
 
 
 def _encode_dict(d: dict[Any, Any]) -> dict[str, Any]:
-    if TYPE_KEY in d:  # escape: a user dict holding the tag key must never read as a tag
-        return {TYPE_KEY: _ID_DICT, VALUE_KEY: _encode_entries(d)}
-    return _encode_entries(d)
-
-
-def _encode_entries(d: dict[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     handlers = _HANDLERS
     try:
@@ -108,11 +101,12 @@ def _encode_entries(d: dict[Any, Any]) -> dict[str, Any]:
             ):
                 out[key] = value
             else:
-                handler: Callable[[Any], Any] = handlers.get(t, _encode_registered)
-                out[key] = handler(value)
+                out[key] = handlers[t](value)
     except WalkError as error:
         error.enter(d)
         raise
+    if TYPE_KEY in out:  # escape: a user dict holding the tag key must never read as a tag
+        return {TYPE_KEY: _ID_DICT, VALUE_KEY: out}
     return out
 
 
@@ -124,7 +118,7 @@ def _encode_items(container: Any, items: Iterable[Any]) -> list[Any]:
             or t is bool
             or item is None
             or (t is int and _INT_MIN <= item <= _INT_MAX)
-            else encode_value(item)
+            else _HANDLERS[t](item)
             for item in items
         ]
     except WalkError as error:
@@ -171,19 +165,28 @@ def _timedelta_raw(value: datetime.timedelta) -> list[int]:
     return [value.days, value.seconds, value.microseconds]
 
 
-_HANDLERS: dict[type[Any], Callable[[Any], Any]] = {
-    int: _encode_int,
-    float: _encode_float,
-    dict: _encode_dict,
-    list: _encode_list,
-    tuple: _encode_tuple,
-    set: _tagged_members(_ID_SET),
-    frozenset: _tagged_members(_ID_FROZENSET),
-    bytes: _tagged(BUILTIN_TYPE_IDS["bytes"], lambda value: value),
-    datetime.datetime: _encode_datetime,
-    datetime.date: _tagged(BUILTIN_TYPE_IDS["date"], datetime.date.isoformat),
-    datetime.time: _tagged(BUILTIN_TYPE_IDS["time"], datetime.time.isoformat),
-    datetime.timedelta: _tagged(BUILTIN_TYPE_IDS["timedelta"], _timedelta_raw),
-    uuid.UUID: _tagged(BUILTIN_TYPE_IDS["uuid"], str),
-    decimal.Decimal: _tagged(BUILTIN_TYPE_IDS["decimal"], str),
-}
+class _Dispatch(dict[type[Any], Callable[[Any], Any]]):
+    """Exact type -> encoder; a miss (only registered or unsupported types) goes to the registry."""
+
+    def __missing__(self, cls: type[Any]) -> Callable[[Any], Any]:
+        return _encode_registered
+
+
+_HANDLERS = _Dispatch(
+    {
+        int: _encode_int,
+        float: _encode_float,
+        dict: _encode_dict,
+        list: _encode_list,
+        tuple: _encode_tuple,
+        set: _tagged_members(_ID_SET),
+        frozenset: _tagged_members(_ID_FROZENSET),
+        bytes: _tagged(BUILTIN_TYPE_IDS["bytes"], lambda value: value),
+        datetime.datetime: _encode_datetime,
+        datetime.date: _tagged(BUILTIN_TYPE_IDS["date"], datetime.date.isoformat),
+        datetime.time: _tagged(BUILTIN_TYPE_IDS["time"], datetime.time.isoformat),
+        datetime.timedelta: _tagged(BUILTIN_TYPE_IDS["timedelta"], _timedelta_raw),
+        uuid.UUID: _tagged(BUILTIN_TYPE_IDS["uuid"], str),
+        decimal.Decimal: _tagged(BUILTIN_TYPE_IDS["decimal"], str),
+    }
+)
