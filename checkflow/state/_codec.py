@@ -49,10 +49,7 @@ def to_builtins(value: Any, *, path: str = "") -> Any:
     Raises ``UnregisteredStateTypeError`` or ``StateEncodingError`` naming where in ``value``
     (prefixed by ``path``) the offending item sits.
     """
-    try:
-        return encode_value(value)
-    except WalkError as error:
-        raise error.public(path) from error.__cause__
+    return walk_owned(value, path, encode_value)
 
 
 def from_builtins(obj: Any, *, path: str = "") -> Any:
@@ -60,7 +57,13 @@ def from_builtins(obj: Any, *, path: str = "") -> Any:
 
     ``obj`` is not modified (it is copied through MessagePack first, which is cheap).
     """
-    return walk_owned(_DECODERS["msgpack"].decode(_encoder("msgpack").encode(obj)), path)
+    try:
+        copy = _DECODERS["msgpack"].decode(_encoder("msgpack").encode(obj))
+    except (msgspec.EncodeError, OverflowError, TypeError) as exc:
+        raise StateEncodingError(
+            f"not a to_builtins() tree at {path or '<root>'}: {exc}", path=path
+        ) from exc
+    return walk_owned(copy, path)
 
 
 def encode(value: Any, *, format: Format = "json", path: str = "") -> bytes:
@@ -76,7 +79,9 @@ def decode(data: bytes, *, format: Format = "json", path: str = "") -> Any:
     """
     data = bytes(data) if type(data) is not bytes else data
     tree = load_builtins(data, format=format, path=path)
-    return tree if _TAG_BYTES not in data else walk_owned(tree, path)
+    if _TAG_BYTES in data or (format == "json" and b"\\u" in data):  # "\u0024type" is "$type"
+        return walk_owned(tree, path)
+    return tree
 
 
 def load_builtins(data: bytes, *, format: Format, path: str = "") -> Any:
@@ -94,11 +99,15 @@ def load_builtins(data: bytes, *, format: Format, path: str = "") -> Any:
 
 
 def walk_owned(tree: Any, path: str, walk: Callable[[Any], Any] = _walk) -> Any:
-    """Run a decode walker over a tree nobody else holds, turning failures into public errors."""
+    """Run a walker (decode: over a tree nobody else holds), raising only public errors."""
     try:
         return walk(tree)
     except WalkError as error:
         raise error.public(path) from error.__cause__
+    except RecursionError as exc:
+        raise StateEncodingError(
+            f"state nested too deeply or containing itself at {path or '<root>'}", path=path
+        ) from exc
 
 
 def _encoder(format: str) -> msgspec.json.Encoder | msgspec.msgpack.Encoder:

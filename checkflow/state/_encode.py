@@ -28,7 +28,6 @@ __all__ = ["encode_value"]
 
 _INT_MIN = -(2**63)
 _INT_MAX = 2**64 - 1  # MessagePack carries int64 and uint64 natively
-_NoneType = type(None)
 
 _ID_INT = BUILTIN_TYPE_IDS["int"]
 _ID_DICT = BUILTIN_TYPE_IDS["dict"]
@@ -38,29 +37,6 @@ _ID_FROZENSET = BUILTIN_TYPE_IDS["frozenset"]
 _ID_DATETIME = BUILTIN_TYPE_IDS["datetime"]
 _UTC = datetime.UTC
 _rfc3339: Callable[[datetime.datetime], str] = msgspec.to_builtins
-
-
-def _encode_registered(value: Any) -> dict[str, Any]:
-    cls = type(value)
-    entry = registered_by_type.get(cls)
-    if entry is None:
-        name = qualified_name(cls)
-        raise WalkError(
-            f"cannot encode a value of unregistered type {name}",
-            child=value,
-            unregistered=name,
-            hint="; register it with checkflow.state.register_state_type",
-        )
-    try:
-        raw = entry.to_raw(value)
-    except Exception as exc:
-        error = WalkError(f"the encoder of {entry.type_id!r} raised {exc!r}", child=value)
-        raise error from exc
-    try:
-        return {TYPE_KEY: entry.type_id, VALUE_KEY: encode_value(raw)}
-    except WalkError as error:
-        error.skip(value)
-        raise
 
 
 def encode_value(value: Any) -> Any:
@@ -74,7 +50,10 @@ def encode_value(value: Any) -> Any:
 def _encode_int(value: int) -> Any:
     if _INT_MIN <= value <= _INT_MAX:
         return value
-    return {TYPE_KEY: _ID_INT, VALUE_KEY: str(value)}
+    try:
+        return {TYPE_KEY: _ID_INT, VALUE_KEY: str(value)}
+    except ValueError as exc:  # beyond sys.get_int_max_str_digits()
+        raise WalkError(f"int with {value.bit_length()} bits is too large", child=value) from exc
 
 
 def _encode_float(value: float) -> float:
@@ -190,3 +169,26 @@ _HANDLERS = _Dispatch(
         decimal.Decimal: _tagged(BUILTIN_TYPE_IDS["decimal"], str),
     }
 )
+
+
+def _encode_registered(value: Any) -> dict[str, Any]:
+    cls = type(value)
+    entry = registered_by_type.get(cls)
+    if entry is None:
+        name = qualified_name(cls)
+        raise WalkError(
+            f"cannot encode a value of unregistered type {name}",
+            child=value,
+            unregistered=name,
+            hint="; register it with checkflow.state.register_state_type",
+        )
+    try:
+        raw = entry.to_raw(value)
+    except Exception as exc:
+        error = WalkError(f"the encoder of {entry.type_id!r} raised {exc!r}", child=value)
+        raise error from exc
+    try:
+        return {TYPE_KEY: entry.type_id, VALUE_KEY: encode_value(raw)}
+    except WalkError as error:
+        error.skip(value)
+        raise

@@ -153,3 +153,21 @@ def test_unknown_format_is_a_value_error() -> None:
         state.encode({}, format="yaml")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown state format 'yaml'"):
         state.decode(b"{}", format="yaml")  # type: ignore[arg-type]
+
+
+def test_self_containing_state_is_refused_not_a_crash() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(StateEncodingError, match="nested too deeply or containing itself"):
+        state.encode({"loop": loop})
+
+
+def test_int_too_large_to_write_in_decimal_is_refused() -> None:
+    with pytest.raises(StateEncodingError, match=r"too large at n") as caught:
+        state.encode({"n": 10**5000})
+    assert caught.value.path == "n"
+
+
+def test_from_builtins_refuses_a_tree_that_is_not_msgspec_native() -> None:
+    with pytest.raises(StateEncodingError, match=r"not a to_builtins\(\) tree at meta"):
+        state.from_builtins({"x": 2**70}, path="meta")

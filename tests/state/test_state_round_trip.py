@@ -262,3 +262,13 @@ def test_equal_sets_encode_to_equal_bytes_whatever_the_insertion_order() -> None
 def test_msgpack_carries_bytes_natively() -> None:
     payload = b"\x00" * 64
     assert payload in state.encode(payload, format="msgpack")
+
+
+def test_json_tag_key_written_with_unicode_escapes_is_still_a_tag() -> None:
+    data = b'{"t": {"\\u0024type": "builtins.tuple", "$value": [1, "caf\\u00e9"]}}'
+    assert state.decode(data) == {"t": (1, "café")}
+
+
+@pytest.mark.parametrize("wrap", [bytearray, memoryview])
+def test_decode_accepts_any_bytes_like_buffer(wrap: Callable[[bytes], Any]) -> None:
+    assert state.decode(wrap(state.encode({"t": (1,)}))) == {"t": (1,)}
