@@ -1,0 +1,145 @@
+"""``CosmosSessionStore``: agent sessions in Azure Cosmos DB, the item's ETag as the version.
+
+One logical partition per session id (hashed when too long) holding one item with the fixed id
+``session``; it may share a container with checkpoints, whose items never use that id. The
+encoded session is text in the item: JSON as it is, MessagePack as base64. This module must
+never know about checkpoints or workflows.
+"""
+
+from __future__ import annotations
+
+import binascii
+from typing import Any, Final
+
+import msgspec
+
+from checkflow import state
+from checkflow.errors import CorruptSessionError, SessionConflictError, StateError
+from checkflow.sessions import AgentSession
+from checkflow.state import Format
+from checkflow.storage.cosmos._layout import (
+    convert_item,
+    decode_text,
+    encode_text,
+    item_source,
+    partition_key,
+)
+from checkflow.storage.cosmos._sdk import (
+    CosmosHttpResponseError,
+    CosmosResource,
+    MatchConditions,
+    status_of,
+)
+
+__all__ = ["CosmosSessionStore"]
+
+SESSION_ID: Final = "session"
+SESSION_SCHEMA: Final = "checkflow.session"
+SESSION_VERSION: Final = 1
+
+
+class _SessionItem(msgspec.Struct):
+    schema: str
+    version: int
+    session_id: str
+    format: str
+    data: str
+    etag: str = msgspec.field(name="_etag")
+
+
+class CosmosSessionStore(CosmosResource):
+    """A ``SessionStore`` on a Cosmos DB container partitioned by ``/pk``.
+
+    Versions are the items' ETags: ``set(..., expected_version=v)`` is a replace conditioned on
+    ``v`` and raises ``SessionConflictError`` when another writer got there first.
+    """
+
+    async def get(self, session_id: str) -> AgentSession | None:
+        """A fresh copy of the stored session with ``version`` set, or ``None``."""
+        pk = partition_key(session_id)
+        source = self._source(pk)
+        try:
+            item = await self.container.read_item(SESSION_ID, partition_key=pk)
+        except CosmosHttpResponseError as exc:
+            if status_of(exc) == 404:
+                return None
+            raise
+        parsed = _parse(item, session_id, source)
+        try:
+            fmt: Format = "json" if parsed.format == "json" else "msgpack"
+            session = state.decode(decode_text(parsed.data, fmt), format=fmt)
+        except (StateError, ValueError, binascii.Error) as exc:
+            raise CorruptSessionError(f"session cannot be decoded: {exc}", source=source) from exc
+        if not isinstance(session, AgentSession) or session.session_id != session_id:
+            raise CorruptSessionError("the item does not hold this session", source=source)
+        session.version = parsed.etag
+        return session
+
+    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str:
+        """Store ``session`` if ``expected_version`` is ``None`` or current; return the version."""
+        sid = session.session_id
+        pk = partition_key(sid)
+        data = state.encode(session, format=self.format, path=f"session[{sid!r}]")
+        body = {
+            "id": SESSION_ID,
+            "pk": pk,
+            "kind": "session",
+            "schema": SESSION_SCHEMA,
+            "version": SESSION_VERSION,
+            "session_id": sid,
+            "format": self.format,
+            "data": encode_text(data, self.format),
+        }
+        try:
+            if expected_version is None:
+                item = await self.container.upsert_item(body)
+            else:
+                item = await self.container.replace_item(
+                    SESSION_ID,
+                    body,
+                    etag=expected_version,
+                    match_condition=MatchConditions.IfNotModified,
+                )
+        except CosmosHttpResponseError as exc:
+            if expected_version is None or status_of(exc) not in (404, 412):
+                raise
+            current = await self.get(sid)
+            raise SessionConflictError(
+                sid,
+                expected_version=expected_version,
+                actual_version=current.version if current is not None else None,
+            ) from exc
+        version: str = item["_etag"]
+        session.version = version
+        return version
+
+    async def delete(self, session_id: str) -> None:
+        """Forget the session; deleting a missing one is not an error."""
+        try:
+            await self.container.delete_item(SESSION_ID, partition_key=partition_key(session_id))
+        except CosmosHttpResponseError as exc:
+            if status_of(exc) != 404:
+                raise
+
+    def _source(self, pk: str) -> str:
+        return item_source(str(getattr(self.container, "id", "?")), pk, SESSION_ID)
+
+    def __repr__(self) -> str:
+        return f"CosmosSessionStore(container={getattr(self.container, 'id', '?')!r})"
+
+
+def _parse(item: Any, session_id: str, source: str) -> _SessionItem:
+    parsed = convert_item(
+        item, _SessionItem, what="session", error=CorruptSessionError, source=source
+    )
+    if parsed.schema != SESSION_SCHEMA or parsed.version != SESSION_VERSION:
+        raise CorruptSessionError(
+            f"unsupported session item {parsed.schema!r} version {parsed.version!r}; this "
+            f"release reads {SESSION_SCHEMA!r} version {SESSION_VERSION}",
+            source=source,
+        )
+    if parsed.session_id != session_id or parsed.format not in ("json", "msgpack"):
+        raise CorruptSessionError(
+            f"item holds session {parsed.session_id!r} in {parsed.format!r}", source=source
+        )
+    return parsed
