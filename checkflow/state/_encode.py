@@ -185,8 +185,7 @@ def _encode_registered(value: Any) -> dict[str, Any]:
     try:
         raw = entry.to_raw(value)
     except Exception as exc:
-        error = WalkError(f"the encoder of {entry.type_id!r} raised {exc!r}", child=value)
-        raise error from exc
+        raise WalkError(f"the encoder of {entry.type_id!r} raised {exc!r}", child=value) from exc
     try:
         return {TYPE_KEY: entry.type_id, VALUE_KEY: encode_value(raw)}
     except WalkError as error:
