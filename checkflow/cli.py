@@ -1,0 +1,144 @@
+"""The ``checkflow`` command: ``serve`` a workflow, inspect ``checkpoints`` in a storage.
+
+``python -m checkflow serve MODULE:ATTR ...`` runs the hosting app with uvicorn;
+``python -m checkflow checkpoints ls|show|tree|pending|prune|export`` reads a storage without
+the workflow's code (inspection decode) and prints for people, or JSON with ``--json``.
+This module parses arguments and prints; the work lives in ``checkflow.hosting``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from checkflow.checkpoints import Checkpoint
+from checkflow.errors import CheckflowError
+from checkflow.hosting._inspect import (
+    checkpoint_export,
+    checkpoint_summary,
+    inspect_state,
+    render_tree,
+)
+from checkflow.hosting._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
+from checkflow.hosting._views import jsonable
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    cosmos = "; ".join(f"{k}: {v}" for k, v in COSMOS_SETTINGS.items())
+    storage_help = (f"memory:, file:PATH or cosmos: (default {DEFAULT_STORAGE}); "
+                    f"cosmos: reads {cosmos}")
+    parser = argparse.ArgumentParser(prog="checkflow", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve a workflow (or agent) over HTTP")
+    serve.add_argument("target", metavar="MODULE:ATTR",
+                       help="a Workflow, WorkflowBuilder, factory of one, or an Agent")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    serve.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
+    serve.add_argument("--adapters", default="native",
+                       help="comma-separated: native, adapter names or MODULE:ATTR")
+    serve.add_argument("--authenticate", metavar="MODULE:FUNC",
+                       help="authenticate(request) -> principal | None")
+
+    checkpoints = commands.add_parser("checkpoints", help="inspect checkpoints in a storage")
+    actions = checkpoints.add_subparsers(dest="action", required=True)
+    for name, text in [("ls", "list checkpoint ids"),
+                       ("show", "head, status and pending requests of one checkpoint"),
+                       ("tree", "the snapshot graph, branches and head marked"),
+                       ("pending", "the pending requests at the head"),
+                       ("prune", "delete snapshots not reachable from the head or --keep"),
+                       ("export", "the whole checkpoint as JSON")]:
+        action = actions.add_parser(name, help=text)
+        action.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
+        action.add_argument("--json", action="store_true", help="print JSON for scripts")
+        if name != "ls":
+            action.add_argument("checkpoint_id", metavar="ID")
+        if name == "prune":
+            action.add_argument("--keep", action="append", default=[], metavar="SNAPSHOT_ID",
+                                help="a snapshot to keep with its ancestors (repeatable)")
+    return parser
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(jsonable(value))).decode() + "\n")
+
+
+def _pending(checkpoint: Checkpoint) -> list[dict[str, Any]]:
+    head = checkpoint.head_snapshot
+    if head is None:
+        return []
+    pending = inspect_state(head)["messages"].get("pending")
+    requests = pending.get("requests", {}) if isinstance(pending, dict) else {}
+    return [jsonable(r) for r in requests.values()] if isinstance(requests, dict) else []
+
+
+async def _show(checkpoint: Checkpoint, as_json: bool) -> None:
+    summary = checkpoint_summary(checkpoint)
+    summary["pending_requests"] = _pending(checkpoint)
+    if as_json:
+        _print_json(summary)
+        return
+    for key in ("checkpoint_id", "workflow_name", "graph_signature_hash", "head_snapshot_id",
+                "status", "snapshot_count"):
+        print(f"{key + ':':22}{summary[key]}")
+    print(f"{'tips:':22}{', '.join(summary['tips'])}")
+    print(f"{'pending_requests:':22}{len(summary['pending_requests'])}")
+    for request in summary["pending_requests"]:
+        print(f"  - {request.get('request_id')}: {request.get('data')!r} "
+              f"(from {request.get('source_executor_id')}, "
+              f"answer type {request.get('response_type')})")
+
+
+async def _checkpoints(args: argparse.Namespace) -> int:
+    async with open_storage(args.storage) as stores:
+        storage = stores.checkpoint_storage
+        if args.action == "ls":
+            ids = await storage.list_checkpoint_ids()
+            _print_json(ids) if args.json else print("\n".join(ids))
+            return 0
+        if args.action == "prune":
+            removed = await storage.prune(args.checkpoint_id, keep=args.keep)
+            _print_json({"removed": removed}) if args.json else print(
+                f"removed {len(removed)} snapshot(s)" + "".join(f"\n  {r}" for r in removed))
+            return 0
+        checkpoint = await storage.load(args.checkpoint_id)
+        actions: dict[str, Callable[[], Awaitable[None] | None]] = {
+            "show": lambda: _show(checkpoint, args.json),
+            "tree": lambda: _print_json(checkpoint_export(checkpoint)["snapshots"])
+            if args.json else print(render_tree(checkpoint)),
+            "pending": lambda: _print_json(_pending(checkpoint)) if args.json
+            else print("\n".join(f"{r.get('request_id')}: {r.get('data')!r}"
+                                 for r in _pending(checkpoint)) or "no pending requests"),
+            "export": lambda: _print_json(checkpoint_export(checkpoint)),
+        }
+        outcome = actions[args.action]()
+        if outcome is not None:
+            await outcome
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m checkflow`` and the ``checkflow`` script."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            from checkflow.hosting._serve import run_serve
+
+            run_serve(target=args.target, host=args.host, port=args.port, storage=args.storage,
+                      adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
+                      authenticate=args.authenticate)
+            return 0
+        return asyncio.run(_checkpoints(args))
+    except (CheckflowError, ValueError, ImportError) as exc:
+        print(f"checkflow: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,231 @@
+"""The Starlette app ``create_app`` builds: composed of health routes, the native API and adapters.
+
+The native API (JSON, SSE for streams) is a thin translation onto ``WorkflowHost``: parse and
+bound the body, resolve the principal, call the host, render the fixed JSON shapes. Adapters
+contribute their own routes through the ``Adapter`` protocol and are mounted as given.
+This module must never hold conversation state or decide concurrency: the host does.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from checkflow.hosting._agent_host import AgentHost
+from checkflow.hosting._factory import Adapter, Authenticate, request_principal
+from checkflow.hosting._http import (
+    HttpError,
+    describe_error,
+    error_response,
+    json_response,
+    read_json,
+    sse_frame,
+)
+from checkflow.hosting._inspect import snapshot_detail
+from checkflow.hosting._results import ResumeToken
+from checkflow.hosting._views import event_view, jsonable, run_view, snapshot_summary
+from checkflow.hosting._workflow_host import HostedRunStream, WorkflowHost
+
+__all__ = ["build_app"]
+
+_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+
+
+class RunRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of ``POST /v1/conversations/{id}/runs``."""
+
+    message: Any = None
+    responses: dict[str, Any] | None = None
+    from_snapshot: str | None = None
+    resume_token: ResumeToken | None = None
+
+
+class AgentRunRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of an agent run: a text message (or a list of texts)."""
+
+    message: str | list[str]
+
+
+class _PrincipalMiddleware:
+    """Resolves the principal of every request but the health probes; 401 without one."""
+
+    def __init__(self, app: ASGIApp, authenticate: Authenticate) -> None:
+        self.app = app
+        self.authenticate = authenticate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in _OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        principal = self.authenticate(Request(scope, receive))
+        if inspect.isawaitable(principal):
+            principal = await principal
+        if principal is None:
+            response = error_response(HttpError(401, "unauthorized", "authentication required"))
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+def _handler(fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await fn(request)
+        except Exception as exc:
+            return error_response(exc)
+
+    endpoint.__name__ = fn.__name__
+    return endpoint
+
+
+def _conversation_id(request: Request) -> str:
+    return str(request.path_params["conversation_id"])
+
+
+def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]:
+    async def run(request: Request) -> Response:
+        body = await read_json(request, RunRequest, max_body_bytes=max_body_bytes)
+        if body.message is not None and body.responses is not None:
+            raise HttpError(422, "invalid_request", "give `message` or `responses`, not both")
+        stream = request.query_params.get("stream", "").lower() in ("1", "true", "yes")
+        outcome = await host.run(
+            _conversation_id(request),
+            message=body.message,
+            responses=body.responses,
+            principal=request_principal(request),
+            from_snapshot=body.from_snapshot,
+            resume_token=body.resume_token,
+            stream=stream,
+        )
+        if stream:
+            return StreamingResponse(_sse(outcome), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-store"})
+        return json_response(run_view(outcome))
+
+    async def get_conversation(request: Request) -> Response:
+        state = await host.get_conversation(
+            _conversation_id(request), principal=request_principal(request))
+        return json_response(run_view(state))
+
+    async def list_snapshots(request: Request) -> Response:
+        state = await host.get_conversation(
+            _conversation_id(request), principal=request_principal(request))
+        head = state.resume_token.snapshot_id if state.resume_token else None
+        snapshots = state.checkpoint.snapshots if state.checkpoint else []
+        return json_response({"snapshots": [snapshot_summary(s, head) for s in snapshots]})
+
+    async def get_snapshot(request: Request) -> Response:
+        state = await host.get_conversation(
+            _conversation_id(request), principal=request_principal(request))
+        head = state.resume_token.snapshot_id if state.resume_token else None
+        assert state.checkpoint is not None
+        snapshot = state.checkpoint.get_snapshot(str(request.path_params["snapshot_id"]))
+        return json_response(snapshot_detail(snapshot, head))
+
+    async def delete_conversation(request: Request) -> Response:
+        await host.delete_conversation(
+            _conversation_id(request), principal=request_principal(request))
+        return Response(status_code=204)
+
+    base = "/v1/conversations/{conversation_id:path}"
+    return [
+        Route(base + "/runs", _handler(run), methods=["POST"]),
+        Route(base + "/snapshots/{snapshot_id}", _handler(get_snapshot), methods=["GET"]),
+        Route(base + "/snapshots", _handler(list_snapshots), methods=["GET"]),
+        Route(base, _handler(get_conversation), methods=["GET"]),
+        Route(base, _handler(delete_conversation), methods=["DELETE"]),
+    ]
+
+
+async def _sse(stream: HostedRunStream) -> AsyncIterator[bytes]:
+    """Events as they happen; the last frame is ``result`` (the run body) or ``error``."""
+    try:
+        async for event in stream:
+            yield sse_frame(type(event).__name__, event_view(event))
+        yield sse_frame("result", run_view(await stream.get_result()))
+    except Exception as exc:
+        yield sse_frame("error", describe_error(exc)[1])
+    finally:
+        await stream.aclose()
+
+
+def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
+    async def run(request: Request) -> Response:
+        body = await read_json(request, AgentRunRequest, max_body_bytes=max_body_bytes)
+        conversation_id = _conversation_id(request)
+        response = await host.run(
+            conversation_id, body.message, principal=request_principal(request))
+        return json_response({
+            "conversation_id": conversation_id,
+            "text": response.text,
+            "messages": jsonable(response.messages),
+        })
+
+    async def delete_conversation(request: Request) -> Response:
+        await host.delete_conversation(
+            _conversation_id(request), principal=request_principal(request))
+        return Response(status_code=204)
+
+    base = "/v1/conversations/{conversation_id:path}"
+    return [
+        Route(base + "/runs", _handler(run), methods=["POST"]),
+        Route(base, _handler(delete_conversation), methods=["DELETE"]),
+    ]
+
+
+def _health_routes(host: WorkflowHost | AgentHost) -> list[BaseRoute]:
+    async def healthz(request: Request) -> Response:
+        return json_response({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            await host.check_ready()
+        except Exception as exc:
+            return json_response(
+                {"error": {"code": "not_ready", "message": f"storage unreachable: {exc}"}}, 503)
+        return json_response({"status": "ready"})
+
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/readyz", readyz, methods=["GET"])]
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404/405 answers, in the API's error shape."""
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return json_response({"error": {"code": code, "message": str(exc.detail)}},
+                         exc.status_code, dict(exc.headers or {}))
+
+
+def build_app(
+    host: WorkflowHost | AgentHost,
+    *,
+    adapters: Sequence[Adapter],
+    authenticate: Authenticate | None,
+    max_body_bytes: int,
+) -> Starlette:
+    """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
+    routes = _health_routes(host)
+    for adapter in adapters:
+        routes.extend(adapter.routes(host))
+    if isinstance(host, WorkflowHost):
+        routes.extend(_workflow_routes(host, max_body_bytes))
+    else:
+        routes.extend(_agent_routes(host, max_body_bytes))
+    middleware = [] if authenticate is None else [
+        Middleware(_PrincipalMiddleware, authenticate=authenticate)]
+    app = Starlette(routes=routes, middleware=middleware,
+                    exception_handlers={HTTPException: _http_exception})
+    app.state.host = host
+    app.state.max_body_bytes = max_body_bytes
+    return app

@@ -1,0 +1,109 @@
+"""Turn a JSON message into a value the workflow's start executor accepts.
+
+A request body carries plain JSON; the start executor's handlers declare Python types. The
+host tries each declared type with ``msgspec.convert`` (strict: no string-to-number guessing),
+most specific first, and hands the first fit to the engine. This module must never guess a
+type that was not declared, and never import the web framework.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Iterable
+from typing import Any, Union, get_args, get_origin
+
+import msgspec
+
+from checkflow.errors import InvalidMessageError
+
+__all__ = ["MessageConverter", "describe_type"]
+
+
+def _members(tp: Any) -> list[Any]:
+    if get_origin(tp) in (Union, types.UnionType):
+        return [m for arg in get_args(tp) for m in _members(arg)]
+    return [type(None) if tp is None else tp]
+
+
+def _is_record(tp: Any) -> bool:
+    return isinstance(tp, type) and (
+        dataclasses.is_dataclass(tp)
+        or issubclass(tp, msgspec.Struct)
+        or typing.is_typeddict(tp)
+        or (issubclass(tp, tuple) and hasattr(tp, "_fields"))
+        or callable(getattr(tp, "from_dict", None))
+    )
+
+
+def _record_fields(tp: type) -> int:
+    fields = getattr(tp, "__struct_fields__", None) or getattr(tp, "__annotations__", {})
+    return len(fields)
+
+
+_SCALARS: tuple[type, ...] = (bool, int, float, str, bytes)
+
+
+def _rank(tp: Any) -> tuple[int, int]:
+    """Sort key: typed records, enums/literals, typed containers, scalars, bare ones, Any."""
+    if _is_record(tp):
+        return (0, -_record_fields(tp))
+    if (isinstance(tp, type) and issubclass(tp, enum.Enum)) or get_origin(tp) is typing.Literal:
+        return (1, 0)
+    if get_origin(tp) is not None:
+        return (2, 0)
+    if tp in _SCALARS:
+        return (3, _SCALARS.index(tp))
+    if tp is type(None):
+        return (5, 0)
+    if tp is typing.Any or tp is object:
+        return (6, 0)
+    return (4, 0)
+
+
+def describe_type(tp: Any) -> str:
+    """A short, readable name for an annotation, for error messages and API bodies."""
+    if isinstance(tp, type) and get_origin(tp) is None:
+        return tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}"
+    return repr(tp).replace("typing.", "")
+
+
+class MessageConverter:
+    """Converts JSON values to the first declared input type that fits, most specific first."""
+
+    def __init__(self, input_types: Iterable[Any]) -> None:
+        seen: dict[Any, None] = {}
+        for annotation in input_types:
+            for member in _members(annotation):
+                seen.setdefault(member, None)
+        self.candidates: list[Any] = sorted(seen, key=_rank)
+
+    @property
+    def accepted_types(self) -> list[str]:
+        return [describe_type(tp) for tp in self.candidates]
+
+    def convert(self, value: Any) -> Any:
+        """The converted message; ``InvalidMessageError`` listing accepted types if none fits."""
+        for tp in self.candidates:
+            if tp is typing.Any or tp is object:
+                return value
+            try:
+                return _convert_one(value, tp)
+            except (msgspec.ValidationError, TypeError, ValueError, KeyError):
+                continue
+        accepted = self.accepted_types
+        raise InvalidMessageError(
+            f"the message fits none of the workflow's input types: {', '.join(accepted)}",
+            accepted_types=accepted,
+        )
+
+
+def _convert_one(value: Any, tp: Any) -> Any:
+    from_dict = getattr(tp, "from_dict", None)
+    if callable(from_dict) and not dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise TypeError("from_dict needs an object")
+        return from_dict(value)
+    return msgspec.convert(value, tp, strict=True)

@@ -1,0 +1,53 @@
+"""The few facts the host reads from the engine's definitions and snapshots, in one place.
+
+The host needs the start executor's input types (to convert JSON messages) and, for a stored
+conversation, the head's status, outputs and pending requests without running anything. The
+snapshot layout is the engine's (``workflow_state.status``, ``messages.output``,
+``messages.pending.requests``); this module is the only hosting code that knows it.
+It must never write state or run a workflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from checkflow.checkpoints import CheckpointSnapshot
+from checkflow.errors import CorruptCheckpointError
+from checkflow.workflows import PendingRequest, RunStatus, Workflow
+
+__all__ = ["HeadFacts", "head_facts", "start_input_types"]
+
+HeadFacts = tuple[RunStatus, list[Any], Mapping[str, PendingRequest]]
+
+
+def start_input_types(workflow: Workflow) -> tuple[Any, ...]:
+    """The input annotations of the start executor's message handlers, in declaration order."""
+    declared = getattr(workflow, "input_types", None)
+    if declared is not None:
+        return tuple(declared)
+    spec = workflow._specs[workflow.start_executor_id]
+    return tuple(spec.input_types)
+
+
+def head_facts(workflow: Workflow, snapshot: CheckpointSnapshot) -> HeadFacts:
+    """Status, every output along the lineage, and pending requests at ``snapshot``."""
+    state = snapshot.state
+    try:
+        status = RunStatus(state["workflow_state"]["status"])
+        outputs = list(state["messages"]["output"])
+        raw_requests = state["messages"]["pending"]["requests"]
+        pending = {
+            request_id: PendingRequest(
+                request_id=raw["request_id"],
+                data=raw["data"],
+                response_type=workflow.resolve_type(raw["response_type"]),
+                source_executor_id=raw["source_executor_id"],
+            )
+            for request_id, raw in raw_requests.items()
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptCheckpointError(
+            f"snapshot {snapshot.snapshot_id!r} is not a workflow run state ({exc!r})"
+        ) from exc
+    return status, outputs, pending

@@ -1,0 +1,63 @@
+"""The app seam: ``create_app``, the ``Adapter`` protocol and the request principal.
+
+Importable without the ``hosting`` extra (so ``import checkflow`` needs only msgspec):
+starlette is imported when ``create_app`` is called, with an error naming the extra if it
+is missing. This module must never build routes itself; ``_app`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.routing import BaseRoute
+
+    from checkflow.hosting._agent_host import AgentHost
+    from checkflow.hosting._workflow_host import WorkflowHost
+
+__all__ = ["Adapter", "Authenticate", "create_app", "request_principal"]
+
+Authenticate = Callable[["Request"], "str | Awaitable[str | None] | None"]
+"""``authenticate(request) -> principal | None``, sync or async; ``None`` means 401."""
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """A protocol adapter: hands the app the routes that translate its protocol to the host.
+
+    Routes call the host (``WorkflowHost.run`` etc.) with ``principal=request_principal(request)``
+    and are mounted as given, beside the native API.
+    """
+
+    def routes(self, host: Any) -> list[BaseRoute]: ...
+
+
+def request_principal(request: Request) -> str | None:
+    """The principal ``authenticate`` resolved for this request (``None`` without auth)."""
+    return getattr(request.state, "principal", None)
+
+
+def create_app(
+    host: WorkflowHost | AgentHost,
+    *,
+    adapters: Sequence[Adapter] = (),
+    authenticate: Authenticate | None = None,
+    max_body_bytes: int = 1_048_576,
+) -> Starlette:
+    """A Starlette app serving ``host``: ``/healthz``, ``/readyz``, adapters, the native API.
+
+    ``authenticate(request) -> principal | None`` (sync or async), when given, runs for every
+    request but the health probes; ``None`` answers 401, and each principal sees only its
+    own conversations. Bodies over ``max_body_bytes`` are refused with 413 while streaming.
+    """
+    try:
+        from checkflow.hosting._app import build_app
+    except ModuleNotFoundError as exc:
+        if exc.name != "starlette" and not str(exc.name).startswith("starlette."):
+            raise
+        raise ImportError("create_app needs starlette: pip install 'checkflow[hosting]'") from exc
+    return build_app(host, adapters=adapters, authenticate=authenticate,
+                     max_body_bytes=max_body_bytes)

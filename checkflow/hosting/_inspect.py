@@ -1,0 +1,120 @@
+"""Read-only views of checkpoints for people and tools: state, export, and a text tree.
+
+Everything here decodes with the codec's inspection decode, so a snapshot holding types this
+process never registered (the CLI runs without the workflow's code) is shown with opaque
+placeholders instead of failing. This module must never be used to load state that will run,
+and must never write to a storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
+from checkflow.errors import CheckflowError
+from checkflow.hosting._views import jsonable, snapshot_summary
+from checkflow.state import decode_for_inspection
+
+__all__ = [
+    "checkpoint_export",
+    "checkpoint_summary",
+    "inspect_metadata",
+    "inspect_state",
+    "render_tree",
+    "snapshot_detail",
+]
+
+
+def inspect_state(snapshot: CheckpointSnapshot) -> dict[str, Any]:
+    """The snapshot's four buckets, decoded for display (unknown types stay opaque)."""
+    record = snapshot.record
+    return {
+        bucket: {
+            key: decode_for_inspection(data, format=record.format) for key, data in parts.items()
+        }
+        for bucket, parts in record.parts.items()
+    }
+
+
+def inspect_metadata(snapshot: CheckpointSnapshot) -> dict[str, Any]:
+    """The snapshot's metadata; its raw stored form if it holds types unknown here."""
+    try:
+        return snapshot.metadata
+    except CheckflowError:
+        return dict(snapshot.record.metadata)
+
+
+def snapshot_detail(snapshot: CheckpointSnapshot, head_snapshot_id: str | None) -> dict[str, Any]:
+    """The snapshot list entry plus its state, JSON-native."""
+    body = snapshot_summary(snapshot, head_snapshot_id)
+    body["metadata"] = jsonable(inspect_metadata(snapshot))
+    body["state"] = jsonable(inspect_state(snapshot))
+    return body
+
+
+def head_status(checkpoint: Checkpoint) -> str | None:
+    """The head's run status as recorded in its metadata (``None`` for an empty checkpoint)."""
+    head = checkpoint.head_snapshot
+    if head is None:
+        return None
+    status = inspect_metadata(head).get("status")
+    return str(status).lower() if status is not None else None
+
+
+def checkpoint_summary(checkpoint: Checkpoint) -> dict[str, Any]:
+    """Identity, head, head status and size of a checkpoint, JSON-native."""
+    return {
+        "checkpoint_id": checkpoint.checkpoint_id,
+        "workflow_name": checkpoint.workflow_name,
+        "graph_signature_hash": checkpoint.graph_signature_hash,
+        "head_snapshot_id": checkpoint.head_snapshot_id,
+        "status": head_status(checkpoint),
+        "snapshot_count": len(checkpoint.snapshots),
+        "tips": [s.snapshot_id for s in checkpoint.tips()],
+    }
+
+
+def checkpoint_export(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The whole checkpoint with every snapshot's state, JSON-native, for archiving or diffing."""
+    head = checkpoint.head_snapshot_id
+    body = checkpoint_summary(checkpoint)
+    body["snapshots"] = [snapshot_detail(s, head) for s in checkpoint.snapshots]
+    return body
+
+
+def _label(snapshot: CheckpointSnapshot, head: str | None) -> str:
+    meta = inspect_metadata(snapshot)
+    parts = [snapshot.snapshot_id]
+    for key in ("boundary", "superstep", "status"):
+        if meta.get(key) is not None:
+            parts.append(f"{key}={meta[key]}")
+    parts.append(snapshot.timestamp)
+    if snapshot.snapshot_id == head:
+        parts.append("<- head")
+    return "  ".join(str(p) for p in parts)
+
+
+def render_tree(checkpoint: Checkpoint) -> str:
+    """The snapshot graph as text: a chain stays in one column, a branch point forks.
+
+    ``●`` marks the head, ``○`` every other snapshot; ``├─``/``└─`` draw the branches.
+    """
+    head = checkpoint.head_snapshot_id
+    lines: list[str] = []
+
+    def walk(snapshot: CheckpointSnapshot, first: str, rest: str) -> None:
+        # Iterative along single-child chains so a long lineage never recurses deeply.
+        while True:
+            marker = "●" if snapshot.snapshot_id == head else "○"
+            lines.append(f"{first}{marker} {_label(snapshot, head)}")
+            children = checkpoint.children(snapshot.snapshot_id)
+            if len(children) != 1:
+                break
+            snapshot, first = children[0], rest
+        for i, child in enumerate(children):
+            last = i == len(children) - 1
+            walk(child, rest + ("└─" if last else "├─"), rest + ("  " if last else "│ "))
+
+    for root in (s for s in checkpoint.snapshots if s.parent_snapshot_id is None):
+        walk(root, "", "")
+    return "\n".join(lines)

@@ -1,0 +1,139 @@
+"""Who may run a conversation right now: an in-process busy set and a cross-process lease.
+
+The busy set is checked and claimed synchronously, before anything is loaded, so a second
+request to a conversation running in this process is refused at once. The lease is recorded
+in the conversation's session (owner and expiry) through an ``expected_version`` write, so a
+second host sharing the session store refuses the conversation too; it is cleared when the
+run ends. The checkpoint storage's conflict check stays the last line of defence.
+This module must never queue a request or wait for a conversation to become free.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from checkflow.errors import ConversationBusyError, SessionConflictError
+from checkflow.hosting._keys import ConversationKey
+from checkflow.sessions import AgentSession, SessionStore
+
+__all__ = ["BusySet", "ConversationLease", "LeaseManager", "new_owner_id"]
+
+_log = logging.getLogger("checkflow.hosting")
+
+LEASE_KEY = "lease"
+SessionUpdate = Callable[[dict[str, Any]], None]
+
+
+def new_owner_id() -> str:
+    """A lease owner id unique to this host object: host name, process id and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class BusySet:
+    """The conversations with a run (or a delete) in progress in this process."""
+
+    def __init__(self) -> None:
+        self._keys: set[ConversationKey] = set()
+
+    def claim(self, key: ConversationKey) -> None:
+        """Mark ``key`` busy or raise ``ConversationBusyError``; never awaits."""
+        if key in self._keys:
+            raise ConversationBusyError(key.conversation_id, retry_after=1.0)
+        self._keys.add(key)
+
+    def release(self, key: ConversationKey) -> None:
+        self._keys.discard(key)
+
+
+class ConversationLease:
+    """A held lease: the session as leased, and the one way to end the lease."""
+
+    def __init__(self, manager: LeaseManager, key: ConversationKey, session: AgentSession):
+        self._manager = manager
+        self.key = key
+        self.session = session
+
+    async def release(self, update: SessionUpdate | None = None) -> None:
+        """Apply ``update`` to the session state, clear the lease and store it (CAS).
+
+        If another writer replaced the session meanwhile (only possible when two hosts
+        created one brand-new conversation at the same instant, or after the lease expired),
+        the update is re-applied to the fresh session unless someone else holds it now.
+        """
+        try:
+            await self._store(update)
+        finally:
+            self._manager.busy.release(self.key)
+
+    async def _store(self, update: SessionUpdate | None) -> None:
+        store = self._manager.store
+        session = self.session
+        for _attempt in range(2):
+            if update is not None:
+                update(session.state)
+            session.state.pop(LEASE_KEY, None)
+            try:
+                await store.set(session, expected_version=session.version)
+                return
+            except SessionConflictError:
+                fresh = await store.get(session.session_id)
+                if fresh is None or self._manager.foreign_lease_remaining(fresh) > 0:
+                    break
+                session = fresh
+        _log.warning(
+            "conversation %r: session changed by another host while running; update dropped",
+            self.key.conversation_id,
+        )
+
+
+class LeaseManager:
+    """Takes and ends conversation leases in one session store for one owner (one host)."""
+
+    def __init__(self, store: SessionStore, *, owner: str, lease_seconds: float) -> None:
+        self.busy = BusySet()
+        self.store = store
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+
+    def foreign_lease_remaining(self, session: AgentSession) -> float:
+        """Seconds left on a lease held by another owner (0 when none or expired)."""
+        lease = session.state.get(LEASE_KEY)
+        if not isinstance(lease, dict) or lease.get("owner") == self.owner:
+            return 0.0
+        return max(0.0, float(lease.get("expires_at", 0.0)) - time.time())
+
+    async def acquire(self, key: ConversationKey) -> ConversationLease:
+        """Claim ``key`` in this process, then record a lease in its session (created if needed).
+
+        Raises ``ConversationBusyError`` at once when the conversation runs in this process,
+        and (with the lease's remaining time as ``retry_after``) when another owner holds a
+        live lease or wins the write. The caller must ``release()`` the returned lease.
+        """
+        self.busy.claim(key)
+        try:
+            return await self._lease(key)
+        except BaseException:
+            self.busy.release(key)
+            raise
+
+    async def _lease(self, key: ConversationKey) -> ConversationLease:
+        session = await self.store.get(key.session_id)
+        if session is None:
+            session = AgentSession(key.session_id, {"conversation": key.describe()})
+        remaining = self.foreign_lease_remaining(session)
+        if remaining > 0:
+            raise ConversationBusyError(key.conversation_id, retry_after=math.ceil(remaining))
+        expires_at = time.time() + self.lease_seconds
+        session.state[LEASE_KEY] = {"owner": self.owner, "expires_at": expires_at}
+        try:
+            await self.store.set(session, expected_version=session.version)
+        except SessionConflictError:
+            raise ConversationBusyError(key.conversation_id, retry_after=1.0) from None
+        return ConversationLease(self, key, session)

@@ -1,0 +1,109 @@
+"""``python -m checkflow serve``: load a target by ``MODULE:ATTR`` and serve it with uvicorn.
+
+The socket is bound before the banner is printed, so the printed URL (also with ``--port 0``)
+is the one that answers. This module must never be imported by library code: it is the
+command's implementation only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import uvicorn
+
+from checkflow.agents import Agent
+from checkflow.hosting._agent_host import AgentHost
+from checkflow.hosting._factory import Adapter, create_app
+from checkflow.hosting._storage_url import open_storage
+from checkflow.hosting._workflow_host import WorkflowHost
+
+__all__ = ["load_object", "serve"]
+
+
+def load_object(spec: str) -> Any:
+    """The object ``MODULE:ATTR`` names (the current directory is importable)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"expected MODULE:ATTR, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _adapters(names: Sequence[str]) -> list[Adapter]:
+    """Adapters by name: ``native`` (always mounted), ``checkflow.adapters.<name>``'s
+    ``default_adapter()``, or a ``MODULE:ATTR`` naming an adapter or a factory of one."""
+    found: list[Adapter] = []
+    for name in names:
+        if name == "native":
+            continue
+        if ":" in name:
+            obj = load_object(name)
+        else:
+            try:
+                module = importlib.import_module(f"checkflow.adapters.{name}")
+            except ModuleNotFoundError as exc:
+                raise ValueError(f"--adapters: no adapter named {name!r}") from exc
+            obj = module.default_adapter
+        adapter = obj if isinstance(obj, Adapter) else obj()
+        found.append(adapter)
+    return found
+
+
+def _banner(target: str, url: str, storage: str) -> str:
+    runs = f"{url}/v1/conversations/demo/runs"
+    return "\n".join([
+        f"checkflow: serving {target} on {url} (storage {storage})",
+        "try it:",
+        f"  curl -s -X POST {runs} -H 'content-type: application/json' "
+        "-d '{\"message\": \"cats\"}'",
+        "then answer the pending request it returns:",
+        f"  curl -s -X POST {runs} -H 'content-type: application/json' "
+        "-d '{\"responses\": {\"<request_id>\": true}}'",
+    ])
+
+
+async def serve(
+    target: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    storage: str,
+    adapters: Sequence[str] = ("native",),
+    authenticate: str | None = None,
+) -> None:
+    """Serve ``target`` until interrupted; prints the URL and a curl line to try first."""
+    obj = load_object(target)
+    auth = load_object(authenticate) if authenticate else None
+    adapter_objects = _adapters(adapters)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    async with open_storage(storage) as stores:
+        hosted: WorkflowHost | AgentHost
+        if isinstance(obj, Agent):
+            hosted = AgentHost(obj, session_store=stores.session_store)
+        else:
+            hosted = WorkflowHost(obj, session_store=stores.session_store,
+                                  checkpoint_storage=stores.checkpoint_storage)
+            await hosted.workflow()  # fail now, not on the first request
+        app = create_app(hosted, adapters=adapter_objects, authenticate=auth)
+        config = uvicorn.Config(app, log_level="warning", access_log=False)
+        server = uvicorn.Server(config)
+        shown = f"[{host}]" if ":" in host else host
+        print(_banner(target, f"http://{shown}:{bound_port}", storage), flush=True)
+        await server.serve(sockets=[sock])
+
+
+def run_serve(**kwargs: Any) -> None:
+    asyncio.run(serve(**kwargs))

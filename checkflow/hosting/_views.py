@@ -1,0 +1,169 @@
+"""The fixed JSON shapes of the native API, rendered from host results.
+
+Field names here are a public contract (clients outside this repository rely on them):
+``conversation_id``, ``status`` (lower-case), ``outputs``, ``pending_requests`` (``request_id``,
+``data``, ``response_schema``, ``source_executor_id``), ``resume_token`` (``checkpoint_id``,
+``snapshot_id``), ``error`` (``code``, ``message``), and the snapshot list's
+``snapshot_id``, ``parent_snapshot_id``, ``timestamp``, ``metadata``, ``is_head``.
+This module must never do I/O or import the web framework.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from checkflow import state as codec
+from checkflow.errors import WorkflowConvergenceError
+from checkflow.state import OpaqueValue
+
+if TYPE_CHECKING:
+    from checkflow.checkpoints import CheckpointSnapshot
+    from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
+    from checkflow.workflows import PendingRequest
+
+__all__ = [
+    "error_body",
+    "event_view",
+    "jsonable",
+    "pending_view",
+    "run_view",
+    "snapshot_summary",
+    "token_view",
+]
+
+
+def _fallback(value: Any) -> Any:
+    if isinstance(value, BaseException):
+        return {"type": type(value).__name__, "message": str(value)}
+    for method in ("to_dict", "model_dump"):
+        dump = getattr(value, method, None)
+        if callable(dump):
+            return dump()
+    if codec.is_registered(type(value)):
+        return codec.to_builtins(value)
+    return repr(value)
+
+
+def _unwrap_opaque(value: Any) -> Any:
+    if isinstance(value, OpaqueValue):
+        return {"$opaque": value.type_id, "value": _unwrap_opaque(value.value)}
+    if isinstance(value, dict):
+        return {k: _unwrap_opaque(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_unwrap_opaque(v) for v in value]
+    return value
+
+
+def jsonable(value: Any) -> Any:
+    """Any value a workflow produced as JSON-native data (records become objects).
+
+    Unregistered, unknown objects never fail a response: they are shown by ``repr``; opaque
+    values from an inspection decode become ``{"$opaque": type_id, "value": ...}``.
+    """
+    return msgspec.to_builtins(_unwrap_opaque(value), enc_hook=_fallback, str_keys=True)
+
+
+def response_schema(response_type: Any) -> dict[str, Any]:
+    """The JSON schema an answer to a request must satisfy (``{}`` when anything goes)."""
+    if response_type is typing.Any or response_type is object or response_type is None:
+        return {}
+    try:
+        return msgspec.json.schema(response_type)
+    except (TypeError, ValueError):
+        return {}
+
+
+def pending_view(request: PendingRequest) -> dict[str, Any]:
+    return {
+        "request_id": request.request_id,
+        "data": jsonable(request.data),
+        "response_schema": response_schema(request.response_type),
+        "source_executor_id": request.source_executor_id,
+    }
+
+
+def token_view(token: ResumeToken | None) -> dict[str, str] | None:
+    if token is None:
+        return None
+    return {"checkpoint_id": token.checkpoint_id, "snapshot_id": token.snapshot_id}
+
+
+def _body(
+    conversation_id: str,
+    status: Any,
+    outputs: list[Any],
+    pending: Mapping[str, PendingRequest],
+    token: ResumeToken | None,
+) -> dict[str, Any]:
+    return {
+        "conversation_id": conversation_id,
+        "status": str(status.value).lower(),
+        "outputs": jsonable(outputs),
+        "pending_requests": [pending_view(p) for p in pending.values()],
+        "resume_token": token_view(token),
+    }
+
+
+def run_view(result: HostedRunResult | ConversationState) -> dict[str, Any]:
+    """A run body (this run's outputs) or a conversation body (all outputs so far)."""
+    body = _body(
+        result.conversation_id,
+        result.status,
+        result.outputs,
+        result.pending_requests,
+        result.resume_token,
+    )
+    error = getattr(result, "error", None)
+    if error is not None:
+        body["error"] = error_object(error)
+    return body
+
+
+def error_object(error: BaseException) -> dict[str, Any]:
+    """The ``error`` object of a failed run: what failed, in the workflow's own words."""
+    cause = error.__cause__ if error.__cause__ is not None else error
+    obj: dict[str, Any] = {
+        "code": "workflow_failed",
+        "message": str(cause) or type(cause).__name__,
+        "type": type(cause).__name__,
+    }
+    executor_id = getattr(error, "executor_id", None)
+    if executor_id is not None:
+        obj["executor_id"] = executor_id
+    if isinstance(error, WorkflowConvergenceError):
+        obj["code"] = "workflow_did_not_converge"
+    return obj
+
+
+def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
+    """``{"error": {"code", "message", ...details}}`` for every non-2xx answer."""
+    return {"error": {"code": code, "message": message, **jsonable(details)}}
+
+
+def event_view(event: Any) -> dict[str, Any]:
+    """A workflow event as ``{"type": <class name>, ...its fields}`` (requests as in bodies)."""
+    body: dict[str, Any] = {"type": type(event).__name__}
+    fields = dataclasses.fields(event) if dataclasses.is_dataclass(event) else ()
+    for f in fields:
+        value = getattr(event, f.name)
+        body[f.name] = pending_view(value) if _is_pending(value) else jsonable(value)
+    return body
+
+
+def _is_pending(value: Any) -> bool:
+    return all(hasattr(value, a) for a in ("request_id", "response_type", "source_executor_id"))
+
+
+def snapshot_summary(snapshot: CheckpointSnapshot, head_snapshot_id: str | None) -> dict[str, Any]:
+    return {
+        "snapshot_id": snapshot.snapshot_id,
+        "parent_snapshot_id": snapshot.parent_snapshot_id,
+        "timestamp": snapshot.timestamp,
+        "metadata": jsonable(snapshot.metadata),
+        "is_head": snapshot.snapshot_id == head_snapshot_id,
+    }
