@@ -125,11 +125,15 @@ def _drain(stream: IO[str], sink: list[str]) -> None:
         del sink[:-200]
 
 
-def cosmos_client(emulator: CosmosEmulator, **kwargs: Any) -> Any:
-    """An async ``CosmosClient`` for the emulator (retries kept short for tests)."""
+def cosmos_client(emulator: CosmosEmulator, *, endpoint: str | None = None, **kwargs: Any) -> Any:
+    """An async ``CosmosClient`` for the emulator, or for ``endpoint`` in front of it.
+
+    Endpoint discovery is off so that a client given a proxy's endpoint stays on it.
+    """
     from azure.cosmos.aio import CosmosClient
 
-    return CosmosClient(emulator.endpoint, credential=emulator.key, **kwargs)
+    kwargs.setdefault("enable_endpoint_discovery", False)
+    return CosmosClient(endpoint or emulator.endpoint, credential=emulator.key, **kwargs)
 
 
 # -- pytest fixtures ---------------------------------------------------------------------------
