@@ -26,6 +26,7 @@ import json
 import logging
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -247,7 +248,9 @@ class _AgentFrameworkPeer:
         began = time.perf_counter()
         result = await workflow.run(checkpoint_id=await latest_id(), checkpoint_storage=storage)
         seconds = time.perf_counter() - began
-        _expect(result.get_outputs() == [0], f"{self.name} resume yielded {result.get_outputs()}")
+        supersteps = sum(1 for event in result if event.type == "superstep_completed")
+        _expect(result.get_outputs() == [0] and supersteps == 1,
+                f"{self.name} resume ran {supersteps} supersteps to {result.get_outputs()}")
         return seconds
 
 
@@ -352,11 +355,20 @@ class _LangGraphPeer:
         async with self._sqlite_saver.from_conn_string(str(workdir / "w4.sqlite")) as saver:
             await saver.setup()
             graph = self._compile(saver, None)
+            config = self._config("w4", 1_000_000)
             began = time.perf_counter()
-            final = await self._invoke(graph, None, self._config("w4", 1_000_000))
+            final = await self._invoke(graph, None, config)
             seconds = time.perf_counter() - began
-        _expect(final["n"] == -1, f"{self.name} resume ended with {final}")
+            supersteps = await self._supersteps(graph, config)
+        _expect(final["n"] == -1 and supersteps == 1,
+                f"{self.name} resume ran supersteps {supersteps} to {final}")
         return {"W4_ms": seconds * 1e3}
+
+    async def _supersteps(self, graph: Any, config: dict[str, Any]) -> int:
+        """Steps between the thread's two latest checkpoints (what the resume ran)."""
+        latest, previous = [c.metadata["step"]
+                            async for c in graph.aget_state_history(config, limit=2)]
+        return int(latest - previous)
 
 
 def _sqlite_usage(database: Path) -> tuple[int, int]:
@@ -463,25 +475,45 @@ def run_peer_workloads(*, quick: bool = False) -> dict[str, dict[str, float | No
 
     Keys are `KEYS` (µs per superstep for W1/W2, bytes for W2_bytes_per_snapshot, ms for W3/W4)
     plus peer-specific extras: agent-framework `W3_build_ms` and `W4_scan_ms`; LangGraph
-    `W1_durable_sync_us` and `W2_durable_sync_us`. Must be called outside a running event loop;
-    `quick` divides every loop by ten and measures once, for a smoke run.
+    `W1_durable_sync_us` and `W2_durable_sync_us`. Starts its own event loop (inside one, await
+    `measure_peer_workloads`); `quick` divides every loop by ten and measures once.
     """
+    return asyncio.run(measure_peer_workloads(quick=quick))
+
+
+async def measure_peer_workloads(*, quick: bool = False) -> dict[str, dict[str, float | None]]:
+    """`run_peer_workloads` for a caller already inside an event loop."""
     sizes = Sizes.for_pass(quick=quick)
     state = make_shared_state()
     results: dict[str, dict[str, float | None]] = {}
-
-    async def measure() -> None:
-        for peer in _load_peers():
-            print(f"measuring {peer.name} ...", file=sys.stderr)
-            results[peer.name] = await _peer_figures(peer, sizes, state)
-            if isinstance(peer, _LangGraphPeer):
-                results[peer.name].update(await _langgraph_sync_figures(sizes, state))
-            for key, value in results[peer.name].items():
-                if value is None:
-                    print(f"  {peer.name} {key}: not measured", file=sys.stderr)
-
-    asyncio.run(measure())
+    for peer in _load_peers():
+        print(f"measuring {peer.name} ...", file=sys.stderr)
+        figures = await _peer_figures(peer, sizes, state)
+        if isinstance(peer, _LangGraphPeer):
+            figures.update(await _langgraph_sync_figures(sizes, state))
+        for key in (k for k, v in figures.items() if v is None):
+            print(f"  {peer.name} {key}: not measured", file=sys.stderr)
+        results[peer.name] = figures
     return results
+
+
+def run_peer_workloads_in(python: str | Path, *, quick: bool = False,
+                          timeout_s: float = 900.0) -> dict[str, dict[str, float | None]]:
+    """`run_peer_workloads` in another interpreter (e.g. `.venv-bench/bin/python`), via `--json`.
+
+    For a caller whose own venv lacks the peers; returns {} (with a message) when that
+    interpreter is missing or fails.
+    """
+    command = [str(python), str(Path(__file__).resolve()), "--json"] + (["--quick"] * quick)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                              check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"peers not measured: {exc}", file=sys.stderr)
+        return {}
+    sys.stderr.write(done.stderr)
+    figures: dict[str, dict[str, float | None]] = json.loads(done.stdout)["figures"]
+    return figures
 
 
 def peer_versions() -> dict[str, str]:
@@ -515,6 +547,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     results = run_peer_workloads(quick=args.quick)
+    if not results and not args.json:
+        sys.exit("no peer could be imported: use .venv-bench (bench/requirements-peers.txt)")
     if args.json:
         print(json.dumps({"versions": peer_versions(), "figures": results}))
         return
