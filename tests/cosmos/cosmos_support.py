@@ -107,3 +107,33 @@ class FaultyProxy:
             task.cancel()
         for writer in (client_w, upstream_w):
             writer.close()
+
+
+def race_from_own_process(
+    endpoint: str, key: str, database: str, container: str, barrier: Any, results: Any
+) -> None:
+    """Child-process body: load ``run-1`` on its own client, wait at ``barrier``, commit.
+
+    Puts ``("won", snapshot_id)`` or ``("conflict", actual_head)`` on ``results``.
+    """
+    asyncio.run(_race_once(endpoint, key, database, container, barrier, results))
+
+
+async def _race_once(
+    endpoint: str, key: str, database: str, container: str, barrier: Any, results: Any
+) -> None:
+    from azure.cosmos.aio import CosmosClient
+
+    from checkflow.errors import CheckpointConflictError
+    from checkflow.storage.cosmos import CosmosCheckpointStorage
+
+    async with CosmosClient(endpoint, key, enable_endpoint_discovery=False) as client:
+        proxy = client.get_database_client(database).get_container_client(container)
+        checkpoint = await CosmosCheckpointStorage(proxy).load("run-1")
+        await asyncio.to_thread(barrier.wait, 60)
+        try:
+            snapshot = await checkpoint.commit_snapshot(state=make_state("from a process"))
+        except CheckpointConflictError as exc:
+            results.put(("conflict", exc.actual_head_snapshot_id))
+        else:
+            results.put(("won", snapshot.snapshot_id))
