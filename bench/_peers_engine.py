@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -549,10 +550,12 @@ def main(argv: list[str] | None = None) -> None:
     results = run_peer_workloads(quick=args.quick)
     if not results and not args.json:
         sys.exit("no peer could be imported: use .venv-bench (bench/requirements-peers.txt)")
+    # Other work on a shared machine inflates every figure (two busy cores slow W1 ~3x).
+    load = os.getloadavg()[0]
     if args.json:
-        print(json.dumps({"versions": peer_versions(), "figures": results}))
+        print(json.dumps({"versions": peer_versions(), "load": load, "figures": results}))
         return
-    print(", ".join(f"{k} {v}" for k, v in peer_versions().items()))
+    print(", ".join(f"{k} {v}" for k, v in peer_versions().items()) + f"; load {load:.2f}")
     print(_table(results))
 
 
