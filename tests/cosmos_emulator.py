@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ def emulator_unavailable_reason() -> str | None:
 
 
 def start_emulator(*, timeout: float = 30.0) -> CosmosEmulator:
-    """Start the emulator on a free loopback port and wait for its ready line."""
+    """Start the emulator on a free loopback port; its first stdout line names the port."""
     reason = emulator_unavailable_reason()
     if reason is not None:
         raise EmulatorUnavailableError(f"Cosmos DB emulator unavailable: {reason}")
@@ -87,40 +88,38 @@ def start_emulator(*, timeout: float = 30.0) -> CosmosEmulator:
         [node, str(SHIM_SCRIPT), "-p", "0", "--host", "127.0.0.1", "--no-ssl"],
         cwd=EMULATOR_DIR,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         text=True,
     )
-    assert process.stdout is not None
+    assert process.stdout is not None and process.stderr is not None
     output: list[str] = []
-    first_line = _read_first_line(process.stdout, timeout)
-    output.append(first_line)
-    match = _READY.search(first_line)
+    # drain both pipes for the process's whole life so a chatty server never blocks
+    stderr_reader = threading.Thread(target=_drain, args=(process.stderr, output), daemon=True)
+    stderr_reader.start()
+    first: list[str] = []
+    stdout_reader = threading.Thread(
+        target=_drain, args=(process.stdout, output, first), daemon=True
+    )
+    stdout_reader.start()
+    emulator = CosmosEmulator(process=process, endpoint="", _output=output)
+    deadline = time.monotonic() + timeout
+    while not first and process.poll() is None and time.monotonic() < deadline:
+        stdout_reader.join(0.05)
+    match = _READY.search(first[0]) if first else None
     if match is None:
-        process.kill()
-        process.wait()
-        rest = process.stdout.read() if process.stdout else ""
-        raise EmulatorUnavailableError(
-            f"Cosmos DB emulator did not start: {first_line.strip()!r} {rest[-2000:]}"
-        )
-    # keep draining so a chatty server never blocks on a full pipe
-    threading.Thread(target=_drain, args=(process.stdout, output), daemon=True).start()
-    endpoint = f"http://{match['host']}:{match['port']}/"
-    return CosmosEmulator(process=process, endpoint=endpoint, _output=output)
+        emulator.stop()
+        stderr_reader.join(5)
+        said = "".join(output)[-2000:] or f"nothing within {timeout}s"
+        raise EmulatorUnavailableError(f"Cosmos DB emulator did not start; it said: {said}")
+    emulator.endpoint = f"http://{match['host']}:{match['port']}/"
+    return emulator
 
 
-def _read_first_line(stream: IO[str], timeout: float) -> str:
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if not lines:
-        raise EmulatorUnavailableError(f"Cosmos DB emulator printed nothing within {timeout}s")
-    return lines[0]
-
-
-def _drain(stream: IO[str], sink: list[str]) -> None:
+def _drain(stream: IO[str], sink: list[str], first: list[str] | None = None) -> None:
     for line in stream:
+        if first is not None and not first:
+            first.append(line)
         sink.append(line)
         del sink[:-200]
 

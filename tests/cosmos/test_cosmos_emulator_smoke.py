@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from azure.cosmos.exceptions import CosmosBatchOperationError, CosmosResourceNotFoundError
+from cosmos_emulator import CosmosEmulator, start_emulator
 
 PK = "run-1"
 
@@ -80,3 +81,16 @@ async def test_partition_scoped_query_sees_only_its_partition(cosmos_container: 
         )
     ]
     assert rows == [{"id": "manifest", "head": "s1"}]
+
+
+def test_the_launcher_starts_its_own_emulator_and_stops_exactly_it(
+    cosmos_emulator: CosmosEmulator,
+) -> None:
+    second = start_emulator()
+    try:
+        assert second.endpoint != cosmos_emulator.endpoint
+        assert second.endpoint.startswith("http://127.0.0.1:")
+    finally:
+        second.stop()
+    assert second.process.poll() is not None
+    assert cosmos_emulator.process.poll() is None
