@@ -11,7 +11,7 @@ from azure.cosmos.exceptions import CosmosBatchOperationError
 from cosmos_emulator import cosmos_client
 from cosmos_support import make_state, partition_items, state_of_size
 
-from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, CheckpointStorage
 from checkflow.errors import (
     CheckpointConflictError,
     CheckpointNotFoundError,
@@ -30,6 +30,12 @@ async def _started(storage: CosmosCheckpointStorage, cid: str = "run-1", n: int 
 
 
 # -- layout ----------------------------------------------------------------------------------
+
+
+def test_the_storage_satisfies_the_checkpoint_storage_protocol(
+    cosmos_storage: CosmosCheckpointStorage,
+) -> None:
+    assert isinstance(cosmos_storage, CheckpointStorage)
 
 
 async def test_one_partition_holds_the_manifest_and_one_item_per_snapshot(

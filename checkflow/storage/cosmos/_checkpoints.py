@@ -46,6 +46,7 @@ from checkflow.storage.cosmos._layout import (
     snapshot_item_id,
 )
 from checkflow.storage.cosmos._sdk import (
+    ContainerProxy,
     CosmosBatchOperationError,
     CosmosHttpResponseError,
     CosmosResource,
@@ -90,7 +91,7 @@ class CosmosCheckpointStorage(CosmosResource):
     ``Checkpoint`` object can never reuse the ETag another object's commit produced.
     """
 
-    def __init__(self, container: Any, *, format: Format = "json") -> None:
+    def __init__(self, container: ContainerProxy, *, format: Format = "json") -> None:
         super().__init__(container, format=format)
         self._manifests: OrderedDict[tuple[str, str], Manifest] = OrderedDict()
 

@@ -24,7 +24,7 @@ try:
         CosmosClientTimeoutError,
         CosmosHttpResponseError,
     )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+except ImportError as exc:
     raise ImportError(
         "checkflow.storage.cosmos needs the Azure Cosmos DB SDK and aiohttp; install the "
         "'cosmos' extra: pip install 'checkflow[cosmos]'"
