@@ -71,6 +71,17 @@ async def test_msgpack_storage_round_trips_state_as_base64_parts(cosmos_containe
     assert loaded.head_snapshot.record.format == "msgpack"
 
 
+async def test_metadata_beyond_json_types_round_trips(
+    cosmos_storage: CosmosCheckpointStorage,
+) -> None:
+    metadata = {"boundary": "superstep_completed", "digest": b"\x00\xfe", "span": (1, 2)}
+    checkpoint = Checkpoint("meta", checkpoint_storage=cosmos_storage)
+    await checkpoint.commit_snapshot(state=make_state(), metadata=metadata)
+    loaded = await cosmos_storage.load("meta")
+    assert loaded.head_snapshot is not None
+    assert loaded.head_snapshot.metadata == metadata
+
+
 async def test_a_checkpoint_id_too_long_for_a_partition_key_is_hashed(
     cosmos_storage: CosmosCheckpointStorage, cosmos_container: Any
 ) -> None:
