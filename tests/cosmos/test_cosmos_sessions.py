@@ -8,7 +8,7 @@ import pytest
 from cosmos_support import make_state
 
 from checkflow.checkpoints import Checkpoint
-from checkflow.errors import CorruptSessionError, SessionConflictError
+from checkflow.errors import CorruptSessionError, SessionConflictError, UnregisteredStateTypeError
 from checkflow.sessions import AgentSession, SessionStore
 from checkflow.storage.cosmos import CosmosCheckpointStorage, CosmosSessionStore
 from checkflow.storage.cosmos._layout import partition_key
@@ -106,9 +106,20 @@ async def test_a_garbled_session_item_is_reported_naming_it(
 ) -> None:
     await cosmos_sessions.set(AgentSession("s-1", {"n": 1}))
     item = await cosmos_container.read_item("session", partition_key="s-1")
-    item["data"] = '{"$type": "no.such.Type", "$value": 1}'
+    item["data"] = item["data"][: len(item["data"]) // 2]  # truncated JSON
     await cosmos_container.replace_item("session", item)
     with pytest.raises(CorruptSessionError, match="s-1/session"):
+        await cosmos_sessions.get("s-1")
+
+
+async def test_a_session_holding_an_unregistered_type_says_so_rather_than_corrupt(
+    cosmos_sessions: CosmosSessionStore, cosmos_container: Any
+) -> None:
+    await cosmos_sessions.set(AgentSession("s-1", {"n": 1}))
+    item = await cosmos_container.read_item("session", partition_key="s-1")
+    item["data"] = item["data"].replace('"n":1', '"n":{"$type":"app.Gone","$value":1}')
+    await cosmos_container.replace_item("session", item)
+    with pytest.raises(UnregisteredStateTypeError, match=r"app\.Gone"):
         await cosmos_sessions.get("s-1")
 
 

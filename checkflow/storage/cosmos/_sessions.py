@@ -14,7 +14,12 @@ from typing import Any, Final
 import msgspec
 
 from checkflow import state
-from checkflow.errors import CorruptSessionError, SessionConflictError, StateError
+from checkflow.errors import (
+    CorruptSessionError,
+    SessionConflictError,
+    StateError,
+    UnregisteredStateTypeError,
+)
 from checkflow.sessions import AgentSession
 from checkflow.state import Format
 from checkflow.storage.cosmos._layout import (
@@ -55,7 +60,11 @@ class CosmosSessionStore(CosmosResource):
     """
 
     async def get(self, session_id: str) -> AgentSession | None:
-        """A fresh copy of the stored session with ``version`` set, or ``None``."""
+        """A fresh copy of the stored session with ``version`` set, or ``None``.
+
+        A damaged item raises ``CorruptSessionError`` naming it; a state type this process has
+        not registered raises ``UnregisteredStateTypeError``.
+        """
         pk = partition_key(session_id)
         source = self._source(pk)
         try:
@@ -68,6 +77,8 @@ class CosmosSessionStore(CosmosResource):
         try:
             fmt: Format = "json" if parsed.format == "json" else "msgpack"
             session = state.decode(decode_text(parsed.data, fmt), format=fmt)
+        except UnregisteredStateTypeError:
+            raise  # not damage: a type this process has not registered
         except (StateError, ValueError, binascii.Error) as exc:
             raise CorruptSessionError(f"session cannot be decoded: {exc}", source=source) from exc
         if not isinstance(session, AgentSession) or session.session_id != session_id:
