@@ -144,7 +144,9 @@ class CosmosCheckpointStorage(CosmosResource):
                     raise
                 await self._resolve_unknown_outcome(cid, pk, record.snapshot_id, exc)
                 return
-            self._remember(new._replace(etag=_result_etag(results[0])))
+            etag = _result_etag(results[0])
+            if etag is not None:  # without one the next commit simply reads the manifest
+                self._remember(new._replace(etag=etag))
             return
         raise CheckpointConflictError(
             cid, expected_head_snapshot_id=expected, actual_head_snapshot_id=expected
@@ -423,11 +425,9 @@ def _operation_status(exc: CosmosBatchOperationError) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def _result_etag(result: Any) -> str:
+def _result_etag(result: Any) -> str | None:
     etag = result.get("eTag") or (result.get("resourceBody") or {}).get("_etag")
-    if not isinstance(etag, str):
-        raise CheckpointError("the batch result carries no ETag for the manifest")
-    return etag
+    return etag if isinstance(etag, str) else None
 
 
 def _batch_size(bodies: list[Any]) -> int:
