@@ -1,0 +1,66 @@
+"""The stateless workflow engine: immutable definitions and run-scoped execution."""
+
+from checkflow.workflows._builder import WorkflowBuilder
+from checkflow.workflows._context import WorkflowContext
+from checkflow.workflows._edges import Case, Default
+from checkflow.workflows._events import (
+    ExecutorCompletedEvent,
+    ExecutorFailedEvent,
+    ExecutorInvokedEvent,
+    OutputEvent,
+    RequestCancelledEvent,
+    RequestInfoEvent,
+    SnapshotCommittedEvent,
+    SuperstepCompletedEvent,
+    SuperstepStartedEvent,
+    WorkflowEvent,
+    WorkflowFailedEvent,
+    WorkflowStartedEvent,
+    WorkflowStatusEvent,
+)
+from checkflow.workflows._executor import (
+    Executor,
+    FunctionExecutor,
+    executor,
+    handler,
+    response_handler,
+)
+from checkflow.workflows._results import (
+    PendingRequest,
+    RequestCancelled,
+    RunStatus,
+    WorkflowRunResult,
+)
+from checkflow.workflows._stream import WorkflowRunStream
+from checkflow.workflows._workflow import Workflow
+
+__all__ = [
+    "Case",
+    "Default",
+    "Executor",
+    "ExecutorCompletedEvent",
+    "ExecutorFailedEvent",
+    "ExecutorInvokedEvent",
+    "FunctionExecutor",
+    "OutputEvent",
+    "PendingRequest",
+    "RequestCancelled",
+    "RequestCancelledEvent",
+    "RequestInfoEvent",
+    "RunStatus",
+    "SnapshotCommittedEvent",
+    "SuperstepCompletedEvent",
+    "SuperstepStartedEvent",
+    "Workflow",
+    "WorkflowBuilder",
+    "WorkflowContext",
+    "WorkflowEvent",
+    "WorkflowFailedEvent",
+    "WorkflowRunResult",
+    "WorkflowRunStream",
+    "WorkflowStartedEvent",
+    "WorkflowStatusEvent",
+    "executor",
+    "handler",
+    "response_handler",
+]

@@ -1,0 +1,109 @@
+"""``WorkflowContext``: what a handler may do during one delivery, and nothing more.
+
+A context is created by the run for one executor invocation and forwards every action to
+that run; it never outlives the run and never touches a checkpoint or storage itself.
+Parametrised as ``WorkflowContext[OutT]`` or ``WorkflowContext[OutT, WorkflowOutT]`` it also
+declares what the handler sends and yields, which ``build()`` checks along the edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from checkflow.workflows._events import WorkflowEvent
+
+__all__ = ["WorkflowContext"]
+
+OutT = TypeVar("OutT")
+WorkflowOutT = TypeVar("WorkflowOutT")
+
+
+class ContextHost(Protocol):
+    """The run-scoped side a context forwards to (implemented by the runner)."""
+
+    @property
+    def shared_state(self) -> dict[str, Any]: ...
+
+    def send(self, source_id: str, message: Any, target_id: str | None) -> None: ...
+
+    async def output(self, source_id: str, value: Any) -> None: ...
+
+    async def request(
+        self, source_id: str, data: Any, response_type: Any, request_id: str | None
+    ) -> str: ...
+
+    async def emit(self, event: WorkflowEvent) -> None: ...
+
+    def executor_state(self, executor_id: str) -> dict[str, Any]: ...
+
+    def stage_shared(self, key: str, value: Any) -> None: ...
+
+
+class WorkflowContext(Generic[OutT, WorkflowOutT]):
+    """The handle a handler gets for one delivery: send, yield, ask, and keep state.
+
+    ``WorkflowContext`` alone means "unchecked"; ``WorkflowContext[OutT]`` declares the
+    message types the handler sends, ``WorkflowContext[OutT, WorkflowOutT]`` also the
+    workflow outputs it yields (``typing.Never`` for "none").
+    """
+
+    __slots__ = ("_executor_id", "_host", "_writes")
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        if not isinstance(params, tuple):
+            params = (params, Any)
+        return super().__class_getitem__(params)  # type: ignore[misc]
+
+    def __init__(self, host: ContextHost, executor_id: str) -> None:
+        self._host = host
+        self._executor_id = executor_id
+        self._writes: dict[str, Any] | None = None
+
+    @property
+    def executor_id(self) -> str:
+        """The id of the executor this delivery is for."""
+        return self._executor_id
+
+    @property
+    def executor_state(self) -> MutableMapping[str, Any]:
+        """This executor's entry in ``executor_states``: persisted with every snapshot."""
+        return self._host.executor_state(self._executor_id)
+
+    async def send_message(self, message: Any, target_id: str | None = None) -> None:
+        """Send ``message`` along this executor's edges (only to ``target_id`` if given).
+
+        It is delivered in the next superstep.
+        """
+        self._host.send(self._executor_id, message, target_id)
+
+    async def yield_output(self, value: Any) -> None:
+        """Yield a workflow output: recorded in ``messages.output`` and emitted as an event."""
+        await self._host.output(self._executor_id, value)
+
+    async def request_info(
+        self, data: Any, *, response_type: Any, request_id: str | None = None
+    ) -> str:
+        """Park a request for outside input; the run pauses once nothing else can run.
+
+        Returns the request id the answer must be given under in ``run(responses=...)``.
+        """
+        return await self._host.request(self._executor_id, data, response_type, request_id)
+
+    async def add_event(self, event: WorkflowEvent) -> None:
+        """Emit a custom event to the run's event stream."""
+        await self._host.emit(event)
+
+    def get_state(self, key: str, default: Any = None) -> Any:
+        """Workflow-wide shared state as of this superstep (plus this handler's own writes)."""
+        if self._writes is not None and key in self._writes:
+            return self._writes[key]
+        return self._host.shared_state.get(key, default)
+
+    def set_state(self, key: str, value: Any) -> None:
+        """Set workflow-wide shared state; other executors see it from the next superstep."""
+        if self._writes is None:
+            self._writes = {}
+        self._writes[key] = value
+        self._host.stage_shared(key, value)

@@ -1,0 +1,132 @@
+"""The events a run emits, streamed by ``run(stream=True)`` and listed on every result.
+
+Events are plain, cheap records (slotted dataclasses): the runner emits several per
+superstep, so they must never carry copies of state or do work when created.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from checkflow.workflows._results import PendingRequest, RunStatus
+
+__all__ = [
+    "ExecutorCompletedEvent",
+    "ExecutorFailedEvent",
+    "ExecutorInvokedEvent",
+    "OutputEvent",
+    "RequestCancelledEvent",
+    "RequestInfoEvent",
+    "SnapshotCommittedEvent",
+    "SuperstepCompletedEvent",
+    "SuperstepStartedEvent",
+    "WorkflowEvent",
+    "WorkflowFailedEvent",
+    "WorkflowStartedEvent",
+    "WorkflowStatusEvent",
+]
+
+
+class WorkflowEvent:
+    """Base class of every event; subclass it for custom events sent with ``ctx.add_event``."""
+
+    __slots__ = ()
+
+
+@dataclass(slots=True)
+class WorkflowStartedEvent(WorkflowEvent):
+    """A run began (after the graph signature check, before any superstep)."""
+
+    checkpoint_id: str
+
+
+@dataclass(slots=True)
+class SuperstepStartedEvent(WorkflowEvent):
+    """Superstep ``superstep`` (the lifetime counter) is about to deliver its messages."""
+
+    superstep: int
+
+
+@dataclass(slots=True)
+class SuperstepCompletedEvent(WorkflowEvent):
+    """Every delivery of superstep ``superstep`` finished."""
+
+    superstep: int
+
+
+@dataclass(slots=True)
+class ExecutorInvokedEvent(WorkflowEvent):
+    """An executor is handling one delivery."""
+
+    executor_id: str
+    superstep: int
+
+
+@dataclass(slots=True)
+class ExecutorCompletedEvent(WorkflowEvent):
+    """An executor finished handling its deliveries of one superstep."""
+
+    executor_id: str
+    superstep: int
+
+
+@dataclass(slots=True)
+class ExecutorFailedEvent(WorkflowEvent):
+    """An executor raised; the run ends FAILED."""
+
+    executor_id: str
+    superstep: int
+    error: BaseException
+
+
+@dataclass(slots=True)
+class OutputEvent(WorkflowEvent):
+    """An executor yielded a workflow output."""
+
+    executor_id: str
+    data: Any
+
+
+@dataclass(slots=True)
+class RequestInfoEvent(WorkflowEvent):
+    """An executor parked a request for outside input (also re-reported on a bare resume)."""
+
+    request: PendingRequest
+
+
+@dataclass(slots=True)
+class RequestCancelledEvent(WorkflowEvent):
+    """A request was answered with ``RequestCancelled()``; ``delivered`` says whether a
+    response handler accepted the cancellation or it was dropped."""
+
+    request_id: str
+    source_executor_id: str
+    delivered: bool
+
+
+@dataclass(slots=True)
+class SnapshotCommittedEvent(WorkflowEvent):
+    """A snapshot was committed to the checkpoint (``boundary``: ``input_accepted`` or
+    ``superstep_completed``)."""
+
+    snapshot_id: str
+    parent_snapshot_id: str | None
+    boundary: str
+    superstep: int
+
+
+@dataclass(slots=True)
+class WorkflowStatusEvent(WorkflowEvent):
+    """The run's final (or current) status."""
+
+    status: RunStatus
+
+
+@dataclass(slots=True)
+class WorkflowFailedEvent(WorkflowEvent):
+    """The run failed; emitted before the error is raised."""
+
+    error: BaseException
+    executor_id: str | None = None

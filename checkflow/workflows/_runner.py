@@ -1,0 +1,329 @@
+"""The run-scoped runner: one per ``run()`` call, hydrated from the checkpoint's head.
+
+The runner holds the guard, checks the graph signature before restoring anything, decodes
+the head snapshot once, accepts the input or the responses, executes Pregel supersteps
+(deliveries of superstep N come from messages sent in N-1; the executors of one superstep
+run concurrently, each one's deliveries in order) and exports its complete state to
+``checkpoint.commit_snapshot()`` at the two boundaries. It never builds lineage, never calls
+storage, never moves a head, and nothing of it stays reachable from the Workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from checkflow.checkpoints import Checkpoint, active_run
+from checkflow.errors import (
+    GraphSignatureMismatchError,
+    WorkflowConvergenceError,
+    WorkflowRunError,
+)
+from checkflow.workflows._context import WorkflowContext
+from checkflow.workflows._events import (
+    ExecutorCompletedEvent,
+    ExecutorFailedEvent,
+    ExecutorInvokedEvent,
+    OutputEvent,
+    RequestInfoEvent,
+    SnapshotCommittedEvent,
+    SuperstepCompletedEvent,
+    SuperstepStartedEvent,
+    WorkflowEvent,
+    WorkflowFailedEvent,
+    WorkflowStartedEvent,
+    WorkflowStatusEvent,
+)
+from checkflow.workflows._executor import ExecutorSpec, HandlerSpec
+from checkflow.workflows._responses import accept_responses
+from checkflow.workflows._results import PendingRequest, RunStatus, WorkflowRunResult
+from checkflow.workflows._routing import route
+from checkflow.workflows._runstate import RunState
+from checkflow.workflows._typing import type_name
+
+if TYPE_CHECKING:
+    from checkflow.workflows._workflow import Workflow
+
+__all__ = ["Runner"]
+
+Sink = Callable[[WorkflowEvent], Awaitable[None]]
+
+
+class _ExecutorFailed(Exception):
+    def __init__(self, executor_id: str, error: BaseException) -> None:
+        super().__init__(executor_id)
+        self.executor_id = executor_id
+        self.error = error
+
+
+class Runner:
+    """Executes one ``run()`` call; implements the host side of ``WorkflowContext``."""
+
+    def __init__(self, workflow: Workflow, checkpoint: Checkpoint | None, message: Any,
+                 responses: Mapping[str, Any] | None) -> None:
+        self._wf = workflow
+        self._checkpoint = checkpoint if checkpoint is not None else workflow.create_checkpoint()
+        self._message = message
+        self._responses = responses
+        self._run = RunState()
+        self._events: list[WorkflowEvent] = []
+        self._outputs: list[Any] = []
+        self._sink: Sink | None = None
+        self._staged: dict[str, Any] = {}
+        self._outboxes: dict[str, list[tuple[Any, str | None]]] = {}
+        self._dispatch: dict[tuple[str, type], HandlerSpec | None] = {}
+        self._status = RunStatus.RUNNING
+
+    # -- driving ---------------------------------------------------------------------------
+
+    async def run(self, sink: Sink | None = None) -> WorkflowRunResult:
+        """Execute the call; events go to ``sink`` as well as onto the result."""
+        self._sink = sink
+        if self._message is not None and self._responses is not None:
+            raise ValueError("give run() a message or responses, not both")
+        checkpoint = self._checkpoint
+        with active_run(checkpoint):
+            self._check_signature()
+            head = checkpoint.head_snapshot
+            self._run = RunState.hydrate(
+                None if head is None else head.state, self._wf.resolve_type,
+                checkpoint.checkpoint_id)
+            await self.emit(WorkflowStartedEvent(checkpoint.checkpoint_id))
+            if not await self._accept_input(head is None):
+                return await self._finish(self._run.settled_status())
+            try:
+                await self._supersteps()
+            except _ExecutorFailed as failure:
+                raise await self._fail(failure) from failure.error
+            return await self._finish(self._run.status)
+
+    def result(self, status: RunStatus) -> WorkflowRunResult:
+        """The result as of now (also used for a cancelled or failed run)."""
+        return WorkflowRunResult(
+            status=status,
+            checkpoint=self._checkpoint,
+            pending_requests=dict(self._run.requests),
+            events=self._events,
+            outputs=self._outputs,
+        )
+
+    def _check_signature(self) -> None:
+        checkpoint, expected = self._checkpoint, self._wf.graph_signature_hash
+        if not checkpoint.graph_signature_hash and checkpoint.head_snapshot_id is None:
+            checkpoint.graph_signature_hash = expected
+            checkpoint.workflow_name = checkpoint.workflow_name or self._wf.name
+        if checkpoint.graph_signature_hash != expected:
+            raise GraphSignatureMismatchError(
+                expected=expected, actual=checkpoint.graph_signature_hash,
+                checkpoint_id=checkpoint.checkpoint_id)
+
+    async def _accept_input(self, empty: bool) -> bool:
+        """Take the message or responses; False when there is nothing to execute."""
+        run = self._run
+        if self._responses is not None:
+            accepted = await accept_responses(self._wf, run, self._responses, self.emit)
+            run.inputs.append({"kind": "responses", "data": accepted})
+        elif self._message is not None:
+            start = self._wf.start_executor_id
+            if self._handler(self._wf._specs[start], self._message) is None:
+                raise TypeError(
+                    f"the start executor {start!r} has no handler for a "
+                    f"{type_name(type(self._message))} message")
+            run.inputs.append({"kind": "message", "data": self._message})
+            run.deliveries.append(
+                {"kind": "message", "source": None, "target": start, "data": self._message})
+        elif empty:
+            raise ValueError(
+                f"checkpoint {self._checkpoint.checkpoint_id!r} is empty: give run() a message")
+        else:
+            for request in run.requests.values():
+                await self.emit(RequestInfoEvent(request))
+            return bool(run.deliveries)
+        run.status = run.settled_status()
+        await self._commit("input_accepted")
+        return True
+
+    async def _supersteps(self) -> None:
+        run, budget = self._run, self._wf.max_iterations
+        done = 0
+        while run.deliveries:
+            if done == budget:
+                raise WorkflowConvergenceError(budget, result=self.result(RunStatus.RUNNING))
+            await self._superstep()
+            done += 1
+
+    async def _superstep(self) -> None:
+        run = self._run
+        number = run.superstep + 1
+        await self.emit(SuperstepStartedEvent(number))
+        by_target: dict[str, list[dict[str, Any]]] = {}
+        for delivery in run.deliveries:
+            by_target.setdefault(delivery["target"], []).append(delivery)
+        run.deliveries = []
+        if len(by_target) == 1:
+            ((target, items),) = by_target.items()
+            await self._invoke(target, items, number)
+        else:
+            await self._invoke_concurrently(by_target, number)
+        await self._route_outboxes()
+        if self._staged:
+            run.shared.update(self._staged)
+            self._staged = {}
+        run.superstep = number
+        run.status = run.settled_status()
+        await self.emit(SuperstepCompletedEvent(number))
+        await self._commit("superstep_completed")
+
+    async def _invoke_concurrently(self, by_target: dict[str, list[dict[str, Any]]],
+                                   number: int) -> None:
+        failures: list[_ExecutorFailed] = []
+
+        async def guarded(target: str, items: list[dict[str, Any]]) -> None:
+            try:
+                await self._invoke(target, items, number)
+            except _ExecutorFailed as failure:
+                failures.append(failure)
+                raise
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for target, items in by_target.items():
+                    group.create_task(guarded(target, items))
+        except BaseExceptionGroup:
+            if failures:
+                raise failures[0] from None
+            raise
+
+    async def _invoke(self, executor_id: str, items: list[dict[str, Any]], number: int) -> None:
+        spec = self._wf._specs[executor_id]
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(self, executor_id)
+        await self.emit(ExecutorInvokedEvent(executor_id, number))
+        try:
+            for item in items:
+                if item["kind"] == "message":
+                    found = self._handler(spec, item["data"])
+                    if found is None:
+                        raise TypeError(f"executor {executor_id!r} has no handler for a "
+                                        f"{type_name(type(item['data']))} message")
+                    await found.call(item["data"], ctx)
+                else:
+                    responder = spec.find_response_handler(item["request"], item["response"])
+                    if responder is None:
+                        raise TypeError(
+                            f"executor {executor_id!r} has no @response_handler for request "
+                            f"{item['request_id']!r} answered with "
+                            f"{type_name(type(item['response']))}")
+                    await responder.call(item["request"], item["response"], ctx)
+        except Exception as exc:
+            await self.emit(ExecutorFailedEvent(executor_id, number, exc))
+            raise _ExecutorFailed(executor_id, exc) from exc
+        await self.emit(ExecutorCompletedEvent(executor_id, number))
+
+    async def _route_outboxes(self) -> None:
+        outboxes, self._outboxes = self._outboxes, {}
+        routes, run = self._wf._routes, self._run
+        for source_id, sent in outboxes.items():
+            for group in routes.get(source_id, ()):
+                for message, target_id in sent:
+                    await route(group, run, source_id, message, target_id, self._accepts)
+
+    async def _commit(self, boundary: str) -> None:
+        run, checkpoint = self._run, self._checkpoint
+        metadata = {"boundary": boundary, "superstep": run.superstep, "status": run.status.value}
+        if checkpoint.checkpoint_storage is None:
+            snapshot = await checkpoint.commit_snapshot(state=run.export(), metadata=metadata)
+        else:  # a started storage commit finishes even if the run is cancelled meanwhile
+            task = asyncio.ensure_future(
+                checkpoint.commit_snapshot(state=run.export(), metadata=metadata))
+            try:
+                snapshot = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                await asyncio.wait([task])
+                raise
+        await self.emit(SnapshotCommittedEvent(
+            snapshot.snapshot_id, snapshot.parent_snapshot_id, boundary, run.superstep))
+
+    async def _finish(self, status: RunStatus) -> WorkflowRunResult:
+        self._status = status
+        await self.emit(WorkflowStatusEvent(status))
+        return self.result(status)
+
+    async def _fail(self, failure: _ExecutorFailed) -> WorkflowRunError:
+        self._status = RunStatus.FAILED
+        await self.emit(WorkflowFailedEvent(failure.error, failure.executor_id))
+        await self.emit(WorkflowStatusEvent(RunStatus.FAILED))
+        return WorkflowRunError(
+            f"executor {failure.executor_id!r} failed: {type(failure.error).__name__}: "
+            f"{failure.error}",
+            executor_id=failure.executor_id, result=self.result(RunStatus.FAILED))
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def _handler(self, spec: ExecutorSpec, message: Any) -> HandlerSpec | None:
+        if not spec.cacheable:
+            return spec.find_handler(message)
+        key = (spec.executor.id, type(message))
+        try:
+            return self._dispatch[key]
+        except KeyError:
+            found = self._dispatch[key] = spec.find_handler(message)
+            return found
+
+    def _accepts(self, target_id: str, message: Any) -> bool:
+        return self._handler(self._wf._specs[target_id], message) is not None
+
+    # -- the context host ------------------------------------------------------------------
+
+    @property
+    def shared_state(self) -> dict[str, Any]:
+        return self._run.shared
+
+    async def emit(self, event: WorkflowEvent) -> None:
+        self._events.append(event)
+        if self._sink is not None:
+            await self._sink(event)
+
+    def executor_state(self, executor_id: str) -> dict[str, Any]:
+        state = self._run.executors.get(executor_id)
+        if state is None:
+            state = self._run.executors[executor_id] = {}
+        return state
+
+    def stage_shared(self, key: str, value: Any) -> None:
+        self._staged[key] = value
+
+    def send(self, source_id: str, message: Any, target_id: str | None) -> None:
+        if target_id is not None and not any(
+            target_id in g.targets for g in self._wf._routes.get(source_id, ())
+        ):
+            raise ValueError(f"executor {source_id!r} has no edge to {target_id!r}")
+        outbox = self._outboxes.get(source_id)
+        if outbox is None:
+            outbox = self._outboxes[source_id] = []
+        outbox.append((message, target_id))
+
+    async def output(self, source_id: str, value: Any) -> None:
+        self._run.outputs.append(value)
+        self._outputs.append(value)
+        await self.emit(OutputEvent(source_id, value))
+
+    async def request(self, source_id: str, data: Any, response_type: Any,
+                      request_id: str | None) -> str:
+        spec = self._wf._specs[source_id]
+        if not spec.accepts_response_type(data, response_type):
+            raise TypeError(
+                f"executor {source_id!r} has no @response_handler accepting a "
+                f"{type_name(type(data))} request answered with {type_name(response_type)}")
+        if self._wf.resolve_type(type_name(response_type)) is not response_type:
+            raise TypeError(
+                f"response_type {type_name(response_type)} cannot be restored from a "
+                "checkpoint: name it in a @response_handler annotation of this workflow")
+        rid = request_id if request_id is not None else uuid.uuid4().hex
+        if rid in self._run.requests:
+            raise ValueError(f"a request with id {rid!r} is already pending")
+        pending = PendingRequest(rid, data, response_type, source_id)
+        self._run.requests[rid] = pending
+        await self.emit(RequestInfoEvent(pending))
+        return rid

@@ -1,0 +1,135 @@
+"""The live execution state of one run, and its exact mapping to the four snapshot buckets.
+
+A ``RunState`` is hydrated from ONE decoded head snapshot and exported whole at each commit
+(the commit's encoding is the copy, so live objects are handed over as they are). The shape:
+
+- ``workflow_state``: ``status``, ``superstep`` (lifetime counter), ``shared_state``;
+- ``executor_states``: ``{executor_id: {...}}`` (what handlers keep in ``ctx.executor_state``);
+- ``edge_states``: ``{edge_group_id: {...}}`` (fan-in buffers);
+- ``messages``: ``input`` (accepted inputs, along the lineage), ``output`` (yielded outputs,
+  along the lineage) and ``pending`` = ``{"messages": [deliveries for the next superstep],
+  "requests": {request_id: request}}``.
+
+This module must never touch a checkpoint, a storage or the definition objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from checkflow.errors import CorruptCheckpointError
+from checkflow.workflows._results import PendingRequest, RunStatus
+from checkflow.workflows._typing import type_name
+
+__all__ = ["RunState"]
+
+
+class RunState:
+    """Mutable, run-scoped execution state (never reachable from a Workflow)."""
+
+    __slots__ = (
+        "deliveries",
+        "edges",
+        "executors",
+        "inputs",
+        "outputs",
+        "requests",
+        "shared",
+        "status",
+        "superstep",
+    )
+
+    def __init__(self) -> None:
+        self.status = RunStatus.IDLE
+        self.superstep = 0
+        self.shared: dict[str, Any] = {}
+        self.executors: dict[str, dict[str, Any]] = {}
+        self.edges: dict[str, Any] = {}
+        self.inputs: list[Any] = []
+        self.outputs: list[Any] = []
+        self.deliveries: list[dict[str, Any]] = []
+        self.requests: dict[str, PendingRequest] = {}
+
+    @classmethod
+    def hydrate(cls, state: dict[str, Any] | None, resolve: Callable[[str], Any],
+                checkpoint_id: str) -> RunState:
+        """Build from a decoded snapshot state (``None``: a fresh checkpoint).
+
+        ``resolve`` turns a stored response-type name back into the type object.
+        """
+        run = cls()
+        if state is None:
+            return run
+        try:
+            wf = state["workflow_state"]
+            run.status = RunStatus(wf["status"])
+            run.superstep = int(wf["superstep"])
+            run.shared = wf["shared_state"]
+            run.executors = state["executor_states"]
+            run.edges = state["edge_states"]
+            messages = state["messages"]
+            run.inputs = messages["input"]
+            run.outputs = messages["output"]
+            run.deliveries = messages["pending"]["messages"]
+            requests = messages["pending"]["requests"]
+            for request_id, raw in requests.items():
+                run.requests[request_id] = _request_from_state(raw, resolve, checkpoint_id)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptCheckpointError(
+                f"the head snapshot is not a workflow run state ({type(exc).__name__}: {exc})",
+                source=f"checkpoint {checkpoint_id!r}") from exc
+        return run
+
+    def export(self) -> dict[str, Any]:
+        """The four buckets, referencing the live objects (the commit encodes them at once)."""
+        return {
+            "workflow_state": {
+                "status": self.status.value,
+                "superstep": self.superstep,
+                "shared_state": self.shared,
+            },
+            "executor_states": self.executors,
+            "edge_states": self.edges,
+            "messages": {
+                "input": self.inputs,
+                "pending": {
+                    "messages": self.deliveries,
+                    "requests": {rid: _request_to_state(r) for rid, r in self.requests.items()},
+                },
+                "output": self.outputs,
+            },
+        }
+
+    def settled_status(self) -> RunStatus:
+        """RUNNING while deliveries wait, else AWAITING_RESPONSES or IDLE."""
+        if self.deliveries:
+            return RunStatus.RUNNING
+        return RunStatus.AWAITING_RESPONSES if self.requests else RunStatus.IDLE
+
+
+def _request_to_state(request: PendingRequest) -> dict[str, Any]:
+    return {
+        "request_id": request.request_id,
+        "source_executor_id": request.source_executor_id,
+        "data": request.data,
+        "response_type": type_name(request.response_type),
+    }
+
+
+def _request_from_state(
+    raw: dict[str, Any], resolve: Callable[[str], Any], checkpoint_id: str
+) -> PendingRequest:
+    name = raw["response_type"]
+    response_type = resolve(name)
+    if response_type is None:
+        raise CorruptCheckpointError(
+            f"pending request {raw['request_id']!r} expects a response of type {name!r}, "
+            "which no handler of this workflow names",
+            source=f"checkpoint {checkpoint_id!r}")
+    return PendingRequest(
+        request_id=raw["request_id"],
+        data=raw["data"],
+        response_type=response_type,
+        source_executor_id=raw["source_executor_id"],
+    )

@@ -1,0 +1,205 @@
+"""Type annotations as the engine reads them: names, runtime matching and edge compatibility.
+
+Handlers declare what they accept and emit through ordinary annotations; this module turns
+those annotations into stable names (for the graph signature and for response types stored
+in snapshots), answers "does this value fit this annotation" at dispatch time and "can this
+output reach that input" at build time. It must never import the runner or hold state.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any, Union, get_args, get_origin
+
+import msgspec
+
+__all__ = [
+    "UNCHECKED",
+    "annotation_members",
+    "compatible",
+    "named_classes",
+    "specificity",
+    "type_name",
+    "value_matches",
+]
+
+#: Marker for "no declaration": a bare ``WorkflowContext`` or an unannotated parameter.
+UNCHECKED: Any = typing.Any
+
+_NEVER_NAMES = {"Never", "NoReturn"}
+
+
+def _is_union(tp: Any) -> bool:
+    return get_origin(tp) in (Union, types.UnionType)
+
+
+def _is_never(tp: Any) -> bool:
+    return tp is typing.Never or tp is typing.NoReturn
+
+
+def annotation_members(tp: Any) -> tuple[Any, ...]:
+    """The alternatives of a union (flattened), or the annotation itself."""
+    if _is_union(tp):
+        return tuple(m for arg in get_args(tp) for m in annotation_members(arg))
+    if tp is None:
+        return (type(None),)
+    return (tp,)
+
+
+def type_name(tp: Any) -> str:
+    """A process-independent name for an annotation: ``module.QualName`` with generic args.
+
+    Builtins go by their bare name (``int``, ``dict[str, int]``); never an id or an address.
+    """
+    if tp is typing.Any:
+        return "typing.Any"
+    if tp is None or tp is type(None):
+        return "None"
+    if _is_never(tp):
+        return "typing.Never"
+    if _is_union(tp):
+        return " | ".join(sorted({type_name(m) for m in annotation_members(tp)}))
+    origin = get_origin(tp)
+    if origin is typing.Literal:
+        return "typing.Literal[" + ", ".join(repr(a) for a in get_args(tp)) + "]"
+    if origin is not None:
+        args = ", ".join(type_name(a) for a in get_args(tp))
+        return f"{type_name(origin)}[{args}]"
+    if isinstance(tp, typing.TypeVar):
+        return f"~{tp.__name__}"
+    if isinstance(tp, type):
+        if tp.__module__ == "builtins":
+            return tp.__qualname__
+        return f"{tp.__module__}.{tp.__qualname__}"
+    if isinstance(tp, str):
+        return tp
+    if tp is Ellipsis:
+        return "..."
+    raise TypeError(f"cannot name the annotation {tp!r}")
+
+
+def builtin_type(name: str) -> type | None:
+    """The builtin class a stored name refers to (``"bool"`` -> ``bool``), if any."""
+    found = getattr(builtins, name, None)
+    return found if isinstance(found, type) else None
+
+
+def _class_of(tp: Any) -> type | None:
+    origin = get_origin(tp)
+    if origin is not None:
+        return origin if isinstance(origin, type) else None
+    return tp if isinstance(tp, type) else None
+
+
+def value_matches(value: Any, tp: Any) -> bool:
+    """Whether ``value`` fits the annotation ``tp`` (container items checked one level deep)."""
+    if tp is typing.Any or tp is object:
+        return True
+    if _is_union(tp):
+        return any(value_matches(value, m) for m in annotation_members(tp))
+    if tp is None or tp is type(None):
+        return value is None
+    origin = get_origin(tp)
+    if origin is typing.Literal:
+        return value in get_args(tp)
+    if origin is None:
+        return isinstance(tp, type) and isinstance(value, tp)
+    if not (isinstance(origin, type) and isinstance(value, origin)):
+        return False
+    return _items_match(value, origin, get_args(tp))
+
+
+def _items_match(value: Any, origin: type, args: tuple[Any, ...]) -> bool:
+    if origin in (list, set, frozenset) and args:
+        return all(value_matches(item, args[0]) for item in value)
+    if origin is tuple and args:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(value_matches(item, args[0]) for item in value)
+        return len(args) == len(value) and all(map(value_matches, value, args))
+    if origin is dict and len(args) == 2:
+        return all(
+            value_matches(k, args[0]) and value_matches(v, args[1]) for k, v in value.items()
+        )
+    return True
+
+
+def specificity(value: Any, tp: Any) -> int:
+    """How closely ``tp`` fits ``value``'s class: 0 is exact, larger is looser."""
+    mro = type(value).__mro__
+    best = len(mro) + 1
+    for member in annotation_members(tp):
+        cls = _class_of(member)
+        if member is typing.Any or cls is None:
+            rank = len(mro) + 1
+        elif cls in mro:
+            rank = mro.index(cls)
+        else:
+            rank = len(mro)
+        best = min(best, rank)
+    return best
+
+
+def compatible(out_tp: Any, in_tp: Any) -> bool:
+    """Whether a value declared as ``out_tp`` can be accepted by a handler of ``in_tp``."""
+    if out_tp is typing.Any or in_tp is typing.Any or in_tp is object:
+        return True
+    if _is_never(out_tp):
+        return False
+    outs, ins = annotation_members(out_tp), annotation_members(in_tp)
+    if len(outs) > 1 or len(ins) > 1:
+        return any(compatible(o, i) for o in outs for i in ins)
+    if get_origin(in_tp) is typing.Literal or get_origin(out_tp) is typing.Literal:
+        return _literal_compatible(out_tp, in_tp)
+    out_cls, in_cls = _class_of(out_tp), _class_of(in_tp)
+    if out_cls is None or in_cls is None:
+        return True  # TypeVars and other exotic forms: not checkable, so not refused
+    if not (issubclass(out_cls, in_cls) or issubclass(in_cls, out_cls)):
+        return False
+    out_args, in_args = get_args(out_tp), get_args(in_tp)
+    if not out_args or not in_args or len(out_args) != len(in_args):
+        return True
+    return all(
+        a is Ellipsis or b is Ellipsis or compatible(a, b)
+        for a, b in zip(out_args, in_args, strict=True)
+    )
+
+
+def _literal_compatible(out_tp: Any, in_tp: Any) -> bool:
+    if get_origin(out_tp) is typing.Literal:
+        return any(value_matches(v, in_tp) for v in get_args(out_tp))
+    return any(compatible(type(v), out_tp) for v in get_args(in_tp))
+
+
+def _walk(tp: Any) -> Iterator[Any]:
+    yield tp
+    if get_origin(tp) is typing.Literal:
+        return
+    for arg in get_args(tp):
+        yield from _walk(arg)
+
+
+def named_classes(annotations: typing.Iterable[Any]) -> list[type]:
+    """User classes named anywhere inside ``annotations``: dataclasses, Structs and Enums."""
+    found: dict[type, None] = {}
+    for annotation in annotations:
+        for tp in _walk(annotation):
+            if isinstance(tp, type) and (
+                dataclasses.is_dataclass(tp)
+                or issubclass(tp, (msgspec.Struct, enum.Enum))
+            ) and tp.__module__ != "builtins":
+                found[tp] = None
+    return list(found)
+
+
+def callable_name(fn: Callable[..., Any] | None) -> str | None:
+    """``module.qualname`` of a function (conditions, selectors), stable across processes."""
+    if fn is None:
+        return None
+    module = getattr(fn, "__module__", None) or ""
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{module}.{qualname}"

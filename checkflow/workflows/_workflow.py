@@ -1,0 +1,180 @@
+"""``Workflow``: the immutable, reusable definition, and the entry point of every run.
+
+A Workflow holds topology, executor definitions, the graph signature and configuration,
+nothing else. Each ``run()`` builds a run-scoped runner hydrated from the checkpoint's head;
+the Workflow must never store anything about a run, so one instance serves any number of
+concurrent runs on different checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Coroutine, Mapping
+from typing import Any, Literal, get_args, get_origin, overload
+
+from checkflow.checkpoints import Checkpoint, CheckpointStorage
+from checkflow.errors import WorkflowValidationError
+from checkflow.state import is_registered, register_state_type
+from checkflow.workflows._edges import EdgeGroup
+from checkflow.workflows._executor import Executor, ExecutorSpec
+from checkflow.workflows._results import WorkflowRunResult
+from checkflow.workflows._signature import graph_description, signature_hash
+from checkflow.workflows._stream import WorkflowRunStream
+from checkflow.workflows._typing import builtin_type, named_classes, type_name
+
+__all__ = ["Workflow"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Workflow:
+    """A built workflow graph: immutable, stateless, safe to run concurrently.
+
+    Create it with ``WorkflowBuilder(...).build()``. Execution state lives only in the
+    ``Checkpoint`` passed to (or created by) ``run()``.
+    """
+
+    name: str
+    start_executor_id: str
+    max_iterations: int
+    graph_signature_hash: str
+    executors: Mapping[str, Executor]
+    edge_groups: tuple[EdgeGroup, ...]
+    _specs: Mapping[str, ExecutorSpec] = dataclasses.field(repr=False)
+    _routes: Mapping[str, tuple[EdgeGroup, ...]] = dataclasses.field(repr=False)
+    _types: Mapping[str, Any] = dataclasses.field(repr=False)
+
+    @classmethod
+    def _from_builder(
+        cls,
+        *,
+        name: str,
+        start_executor_id: str,
+        specs: dict[str, ExecutorSpec],
+        edge_groups: tuple[EdgeGroup, ...],
+        max_iterations: int,
+    ) -> Workflow:
+        annotations = [
+            t
+            for spec in specs.values()
+            for h in (*spec.handlers, *spec.response_handlers)
+            for t in (h.input_type, h.request_type, *_declared(h.output_types),
+                      *_declared(h.workflow_output_types))
+            if t is not None
+        ]
+        _register_named_classes(annotations)
+        routes: dict[str, list[EdgeGroup]] = {}
+        for group in edge_groups:
+            for source in group.sources:
+                routes.setdefault(source, []).append(group)
+        return cls(
+            name=name,
+            start_executor_id=start_executor_id,
+            max_iterations=max_iterations,
+            graph_signature_hash=signature_hash(
+                graph_description(start_executor_id, specs, edge_groups)),
+            executors=types.MappingProxyType({i: s.executor for i, s in specs.items()}),
+            edge_groups=edge_groups,
+            _specs=types.MappingProxyType(specs),
+            _routes=types.MappingProxyType({k: tuple(v) for k, v in routes.items()}),
+            _types=types.MappingProxyType({type_name(t): t for t in _with_args(annotations)}),
+        )
+
+    def create_checkpoint(
+        self,
+        *,
+        checkpoint_id: str | None = None,
+        checkpoint_storage: CheckpointStorage | None = None,
+    ) -> Checkpoint:
+        """A new, empty, caller-owned checkpoint stamped with this workflow's name and hash.
+
+        With ``checkpoint_storage`` every snapshot a run commits is persisted there.
+        """
+        return Checkpoint(
+            checkpoint_id,
+            workflow_name=self.name,
+            graph_signature_hash=self.graph_signature_hash,
+            checkpoint_storage=checkpoint_storage,
+        )
+
+    @overload
+    def run(
+        self,
+        message: Any | None = None,
+        *,
+        checkpoint: Checkpoint | None = None,
+        responses: Mapping[str, Any] | None = None,
+        stream: Literal[False] = False,
+    ) -> Coroutine[Any, Any, WorkflowRunResult]: ...
+
+    @overload
+    def run(
+        self,
+        message: Any | None = None,
+        *,
+        checkpoint: Checkpoint | None = None,
+        responses: Mapping[str, Any] | None = None,
+        stream: Literal[True],
+    ) -> WorkflowRunStream: ...
+
+    def run(
+        self,
+        message: Any | None = None,
+        *,
+        checkpoint: Checkpoint | None = None,
+        responses: Mapping[str, Any] | None = None,
+        stream: bool = False,
+    ) -> Coroutine[Any, Any, WorkflowRunResult] | WorkflowRunStream:
+        """Run from ``checkpoint``'s head (a fresh one-shot checkpoint when omitted).
+
+        Give a ``message`` for the start executor, or ``responses`` (request id -> answer)
+        for pending requests, or neither to resume. Awaiting the call returns a
+        ``WorkflowRunResult``; with ``stream=True`` it returns a ``WorkflowRunStream`` of
+        events instead. Each call snapshots its entry and every completed superstep.
+        """
+        from checkflow.workflows._runner import Runner
+
+        runner = Runner(self, checkpoint, message, responses)
+        if stream:
+            return WorkflowRunStream(runner)
+        return runner.run()
+
+    def resolve_type(self, name: str) -> Any:
+        """The annotation a stored type name stands for, or ``None`` if this graph has none."""
+        if name in self._types:
+            return self._types[name]
+        if name == "typing.Any":
+            return Any
+        if name == "None":
+            return type(None)
+        return builtin_type(name)
+
+
+def _declared(types_: Any) -> tuple[Any, ...]:
+    return types_ if isinstance(types_, tuple) else ()
+
+
+def _register_named_classes(annotations: list[Any]) -> None:
+    """Let the codec carry the user classes handlers name, under ``module.QualName``."""
+    for cls in named_classes(annotations):
+        if is_registered(cls):
+            continue
+        type_id = f"{cls.__module__}.{cls.__qualname__}"
+        try:
+            register_state_type(cls, type_id=type_id)
+        except (ValueError, TypeError) as exc:
+            raise WorkflowValidationError(
+                f"cannot register {type_id} (named in a handler annotation) with the state "
+                f"codec: {exc}") from exc
+
+
+def _with_args(annotations: list[Any]) -> list[Any]:
+    """Every annotation and, recursively, the annotations inside it (not Literal values)."""
+    found: list[Any] = []
+    pending = list(annotations)
+    while pending:
+        tp = pending.pop()
+        found.append(tp)
+        if get_origin(tp) is not Literal:
+            pending.extend(a for a in get_args(tp) if a is not Ellipsis)
+    return found
