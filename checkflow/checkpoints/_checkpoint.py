@@ -177,13 +177,16 @@ class Checkpoint:
             snapshot = CheckpointSnapshot(
                 state=state, parent_snapshot_id=self._head, metadata=metadata, format=fmt
             )
-            if storage is None:
-                self._append(snapshot)
-                return snapshot
-            task = asyncio.ensure_future(self._persist(storage, snapshot, self._persisted_head))
         except BaseException:
             self._commit_lock.release()
             raise
+        if storage is None:
+            self._append(snapshot)
+            self._commit_lock.release()
+            return snapshot
+        task = asyncio.ensure_future(self._persist(storage, snapshot, self._persisted_head))
+        # The task, not this caller, releases the lock: a cancelled caller must not let the
+        # next commit start before this one's outcome is in memory.
         task.add_done_callback(_release(self._commit_lock))
         return await asyncio.shield(task)
 

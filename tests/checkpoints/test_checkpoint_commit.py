@@ -1,0 +1,176 @@
+"""commit_snapshot against a storage: two heads, conflicts, ordering, failures, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
+from checkflow.errors import CheckpointConflictError, CheckpointError
+from checkflow.storage import InMemoryCheckpointStorage
+
+
+class FailingStorage(InMemoryCheckpointStorage):
+    """Raises the given error from every commit after ``healthy`` successful ones."""
+
+    def __init__(self, error: BaseException, healthy: int = 0) -> None:
+        super().__init__()
+        self.error, self.healthy = error, healthy
+
+    async def commit_snapshot(
+        self, checkpoint: Checkpoint, snapshot: CheckpointSnapshot, *, expected_head_snapshot_id
+    ) -> None:
+        if self.healthy == 0:
+            raise self.error
+        self.healthy -= 1
+        await super().commit_snapshot(
+            checkpoint, snapshot, expected_head_snapshot_id=expected_head_snapshot_id
+        )
+
+
+class GatedStorage(InMemoryCheckpointStorage):
+    """Holds every commit at a gate so a test can act while the storage call is in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.gate, self.finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        self.expected_heads: list[str | None] = []
+
+    async def commit_snapshot(
+        self, checkpoint: Checkpoint, snapshot: CheckpointSnapshot, *, expected_head_snapshot_id
+    ) -> None:
+        self.expected_heads.append(expected_head_snapshot_id)
+        self.entered.set()
+        await self.gate.wait()
+        await super().commit_snapshot(
+            checkpoint, snapshot, expected_head_snapshot_id=expected_head_snapshot_id
+        )
+        self.finished.set()
+
+
+async def test_commit_after_restart_from_expects_the_persisted_head_not_the_working_one(
+    make_state,
+) -> None:
+    storage = InMemoryCheckpointStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    first = await checkpoint.commit_snapshot(state=make_state(1))
+    await checkpoint.commit_snapshot(state=make_state(2))
+    checkpoint.restart_from(first.snapshot_id)
+    branch = await checkpoint.commit_snapshot(state=make_state(3))  # not a conflict
+    assert branch.parent_snapshot_id == first.snapshot_id
+    assert (await storage.load("run-1")).head_snapshot_id == branch.snapshot_id
+
+
+async def test_a_stale_second_object_gets_a_conflict_naming_both_heads(make_state) -> None:
+    storage = InMemoryCheckpointStorage()
+    await Checkpoint("run-1", checkpoint_storage=storage).commit_snapshot(state=make_state(0))
+    first, second = await storage.load("run-1"), await storage.load("run-1")
+    stale_head = second.head_snapshot_id
+    winner = await first.commit_snapshot(state=make_state(1))
+    with pytest.raises(CheckpointConflictError) as caught:
+        await second.commit_snapshot(state=make_state(2))
+    assert caught.value.expected_head_snapshot_id == stale_head
+    assert caught.value.actual_head_snapshot_id == winner.snapshot_id
+    assert winner.snapshot_id in str(caught.value) and str(stale_head) in str(caught.value)
+    assert second.head_snapshot_id == stale_head and len(second.snapshots) == 1
+
+
+async def test_refresh_after_a_conflict_lets_the_next_commit_succeed(make_state) -> None:
+    storage = InMemoryCheckpointStorage()
+    await Checkpoint("run-1", checkpoint_storage=storage).commit_snapshot(state=make_state(0))
+    first, second = await storage.load("run-1"), await storage.load("run-1")
+    winner = await first.commit_snapshot(state=make_state(1))
+    with pytest.raises(CheckpointConflictError):
+        await second.commit_snapshot(state=make_state(2))
+    await second.refresh()
+    assert second.head_snapshot_id == winner.snapshot_id
+    retried = await second.commit_snapshot(state=make_state(2))
+    assert retried.parent_snapshot_id == winner.snapshot_id
+    assert (await storage.load("run-1")).head_snapshot_id == retried.snapshot_id
+
+
+async def test_refresh_without_storage_raises_a_checkpoint_error() -> None:
+    with pytest.raises(CheckpointError, match="no storage"):
+        await Checkpoint("run-1").refresh()
+
+
+async def test_concurrent_commits_are_ordered_into_one_chain(make_state) -> None:
+    checkpoint = Checkpoint("run-1", checkpoint_storage=InMemoryCheckpointStorage())
+    snapshots = await asyncio.gather(
+        *(checkpoint.commit_snapshot(state=make_state(i)) for i in range(10))
+    )
+    parents = [s.parent_snapshot_id for s in snapshots]
+    assert parents == [None] + [s.snapshot_id for s in snapshots[:-1]]
+    assert checkpoint.head_snapshot_id == snapshots[-1].snapshot_id
+
+
+async def test_a_storage_error_propagates_as_itself_and_changes_nothing(make_state) -> None:
+    storage = FailingStorage(OSError(28, "No space left on device"), healthy=1)
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    first = await checkpoint.commit_snapshot(state=make_state(1))
+    with pytest.raises(OSError, match="No space left"):
+        await checkpoint.commit_snapshot(state=make_state(2))
+    assert checkpoint.snapshots == [first]
+    assert checkpoint.head_snapshot_id == checkpoint.persisted_head_snapshot_id
+    assert (
+        (await storage.load("run-1")).head_snapshot_id
+        == first.snapshot_id
+        == (checkpoint.head_snapshot_id)
+    )
+
+
+async def test_a_cancelled_commit_still_lands_in_memory_and_storage_together(make_state) -> None:
+    storage = GatedStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    commit = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
+    await storage.entered.wait()
+    commit.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await commit
+    storage.gate.set()
+    await storage.finished.wait()
+    stored = await storage.load("run-1")
+    assert checkpoint.head_snapshot_id == stored.head_snapshot_id is not None
+    assert [s.snapshot_id for s in checkpoint.snapshots] == [stored.head_snapshot_id]
+
+
+async def test_a_commit_after_a_cancelled_one_waits_for_it_and_does_not_conflict(
+    make_state,
+) -> None:
+    storage = GatedStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    cancelled = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
+    await storage.entered.wait()
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    following = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(2)))
+    storage.gate.set()
+    second = await following
+    first_id = storage.expected_heads[1]
+    assert second.parent_snapshot_id == first_id is not None
+    assert (await storage.load("run-1")).head_snapshot_id == second.snapshot_id
+
+
+async def test_a_cancelled_commit_that_fails_in_storage_leaves_everything_unchanged(
+    make_state,
+) -> None:
+    class GatedFailing(GatedStorage):
+        async def commit_snapshot(self, checkpoint, snapshot, *, expected_head_snapshot_id):
+            self.entered.set()
+            await self.gate.wait()
+            self.finished.set()
+            raise ConnectionResetError("storage went away")
+
+    storage = GatedFailing()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    commit = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
+    await storage.entered.wait()
+    commit.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await commit
+    storage.gate.set()
+    await storage.finished.wait()
+    assert checkpoint.snapshots == [] and checkpoint.head_snapshot_id is None
+    assert await storage.list_checkpoint_ids() == []
