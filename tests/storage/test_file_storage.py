@@ -1,0 +1,247 @@
+"""File storage specifics: layout, content-addressed parts, torn tails, corruption, caches."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from checkflow._fs import safe_name
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, SnapshotRecord
+from checkflow.errors import (
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+    UnsupportedFormatVersionError,
+)
+from checkflow.storage import FileCheckpointStorage
+from checkflow.storage._log import END, frame
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "checkpoints"
+
+
+def log_of(root: Path, checkpoint_id: str = "run-1") -> Path:
+    return root / safe_name(checkpoint_id) / "log"
+
+
+async def commit_chain(storage: FileCheckpointStorage, make_state, count: int, **extra):
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    for n in range(count):
+        await checkpoint.commit_snapshot(state=make_state(n, **extra))
+    return checkpoint
+
+
+async def test_traversal_and_reserved_ids_stay_inside_root(root: Path, make_state) -> None:
+    storage = FileCheckpointStorage(root)
+    for checkpoint_id in ("../x", "a/b", "CON", "x" * 300, "/etc/passwd"):
+        await Checkpoint(checkpoint_id, checkpoint_storage=storage).commit_snapshot(
+            state=make_state()
+        )
+    assert not (root.parent / "x").exists()
+    for path in root.parent.rglob("*"):
+        assert path.resolve().is_relative_to(root.resolve())
+    assert all(re.fullmatch(r"[0-9a-f]{40}", folder.name) for folder in root.iterdir())
+
+
+async def test_an_unchanged_large_part_is_written_once(root: Path, make_state) -> None:
+    storage = FileCheckpointStorage(root)
+    shared = "x" * 100_000
+    checkpoint = await commit_chain(storage, make_state, 2, shared=shared)
+    size_after_two = log_of(root).stat().st_size
+    for n in range(2, 52):
+        await checkpoint.commit_snapshot(state=make_state(n, shared=shared))
+    per_commit = (log_of(root).stat().st_size - size_after_two) / 50
+    assert size_after_two > 100_000
+    assert per_commit < 2048
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert loaded.snapshots[10].state["workflow_state"]["shared"] == shared
+
+
+async def test_bytes_per_commit_do_not_grow_with_the_number_of_snapshots(
+    root: Path, make_state
+) -> None:
+    storage = FileCheckpointStorage(root)
+    checkpoint = await commit_chain(storage, make_state, 1)
+    sizes = [log_of(root).stat().st_size]
+    for n in range(200):
+        await checkpoint.commit_snapshot(state=make_state(n % 10))
+        sizes.append(log_of(root).stat().st_size)
+    early, late = sizes[11] - sizes[10], sizes[200] - sizes[199]
+    assert late == early
+
+
+async def test_a_torn_last_record_is_ignored_and_the_previous_head_loads(
+    root: Path, make_state
+) -> None:
+    checkpoint = await commit_chain(FileCheckpointStorage(root), make_state, 3)
+    acked = checkpoint.snapshots[1]
+    with open(log_of(root), "r+b") as handle:  # cut the last record short, as a crash does
+        handle.truncate(log_of(root).stat().st_size - 10)
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert loaded.head_snapshot_id == acked.snapshot_id
+    assert len(loaded.snapshots) == 2
+
+
+async def test_a_zero_filled_tail_is_ignored(root: Path, make_state) -> None:
+    checkpoint = await commit_chain(FileCheckpointStorage(root), make_state, 2)
+    with open(log_of(root), "ab") as handle:
+        handle.write(b"\0" * 4096)
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert loaded.head_snapshot_id == checkpoint.head_snapshot_id
+
+
+async def test_the_next_commit_after_a_torn_tail_replaces_it(root: Path, make_state) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 2)
+    with open(log_of(root), "ab") as handle:
+        handle.write(frame(b"half a record")[:9])
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    later = await loaded.commit_snapshot(state=make_state(9))
+    reloaded = await FileCheckpointStorage(root).load("run-1")
+    assert reloaded.head_snapshot_id == later.snapshot_id
+    assert reloaded.head_snapshot.state == make_state(9)
+
+
+async def test_an_interrupted_first_commit_leaves_no_checkpoint(root: Path, make_state) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1)
+    with open(log_of(root), "r+b") as handle:
+        handle.truncate(20)
+    storage = FileCheckpointStorage(root)
+    with pytest.raises(CheckpointNotFoundError):
+        await storage.load("run-1")
+    assert await storage.list_checkpoint_ids() == []
+
+
+def flip_bit(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+async def test_a_damaged_record_before_the_last_raises_corrupt_naming_the_file(
+    root: Path, make_state
+) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 3)
+    flip_bit(log_of(root), 150)  # inside the first commit record's payload
+    with pytest.raises(CorruptCheckpointError) as caught:
+        await FileCheckpointStorage(root).load("run-1")
+    assert str(log_of(root)) in str(caught.value)
+
+
+async def test_a_bit_flip_in_the_last_msgpack_record_is_corruption_not_a_torn_write(
+    root: Path, make_state
+) -> None:
+    await commit_chain(FileCheckpointStorage(root, format="msgpack"), make_state, 3)
+    flip_bit(log_of(root), log_of(root).stat().st_size - len(END) - 5)
+    with pytest.raises(CorruptCheckpointError, match="checksum"):
+        await FileCheckpointStorage(root, format="msgpack").load("run-1")
+
+
+async def test_a_writer_refuses_to_append_to_a_damaged_log(root: Path, make_state) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 2)
+    flip_bit(log_of(root), 150)
+    newcomer = Checkpoint("run-1", checkpoint_storage=FileCheckpointStorage(root))
+    with pytest.raises(CorruptCheckpointError):
+        await newcomer.commit_snapshot(state=make_state(5))
+
+
+async def test_an_unknown_log_version_raises_unsupported_format_version(
+    root: Path, make_state
+) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1)
+    header = msgspec.json.encode(
+        {
+            "kind": "checkflow.checkpoint-log",
+            "version": 9,
+            "checkpoint_id": "run-1",
+            "format": "json",
+        }
+    )
+    log_of(root).write_bytes(frame(header))
+    with pytest.raises(UnsupportedFormatVersionError, match="version 9"):
+        await FileCheckpointStorage(root).load("run-1")
+
+
+def with_part(record: SnapshotRecord, data: bytes) -> CheckpointSnapshot:
+    parts = {**record.parts, "workflow_state": {"n": data}}
+    return CheckpointSnapshot.from_record(msgspec.structs.replace(record, parts=parts))
+
+
+BAD_PART = b'{"$type":"builtins.tuple","$value":5}'  # valid JSON, not a valid encoded tuple
+
+
+async def test_load_verifies_the_head_state_and_names_the_file(root: Path, make_state) -> None:
+    storage = FileCheckpointStorage(root)
+    checkpoint = Checkpoint("run-1")
+    bad = with_part(CheckpointSnapshot(state=make_state()).record, BAD_PART)
+    await storage.commit_snapshot(checkpoint, bad, expected_head_snapshot_id=None)
+    with pytest.raises(CorruptCheckpointError) as caught:
+        await FileCheckpointStorage(root).load("run-1")
+    assert str(log_of(root)) in str(caught.value)
+
+
+async def test_an_older_bad_state_raises_corrupt_when_it_is_read(root: Path, make_state) -> None:
+    storage = FileCheckpointStorage(root)
+    checkpoint = Checkpoint("run-1")
+    bad = with_part(CheckpointSnapshot(state=make_state()).record, BAD_PART)
+    await storage.commit_snapshot(checkpoint, bad, expected_head_snapshot_id=None)
+    good = CheckpointSnapshot(state=make_state(1), parent_snapshot_id=bad.snapshot_id)
+    await storage.commit_snapshot(checkpoint, good, expected_head_snapshot_id=bad.snapshot_id)
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert loaded.head_snapshot.state == make_state(1)
+    with pytest.raises(CorruptCheckpointError, match="cannot be decoded"):
+        _ = loaded.get_snapshot(bad.snapshot_id).state
+
+
+async def test_instances_on_one_root_see_each_others_commits(root: Path, make_state) -> None:
+    first, second = FileCheckpointStorage(root), FileCheckpointStorage(root)
+    mine = await commit_chain(first, make_state, 1)
+    theirs = await second.load("run-1")
+    await theirs.commit_snapshot(state=make_state(1))
+    await theirs.commit_snapshot(state=make_state(2))
+    await mine.refresh()
+    latest = await mine.commit_snapshot(state=make_state(3))
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert [s.state["workflow_state"]["n"] for s in loaded.snapshots] == [0, 1, 2, 3]
+    assert loaded.head_snapshot_id == latest.snapshot_id
+
+
+async def test_a_msgpack_instance_appends_to_a_json_log(root: Path, make_state) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1, pair=(1, 2))
+    loaded = await FileCheckpointStorage(root, format="msgpack").load("run-1")
+    await loaded.commit_snapshot(state=make_state(1, pair=(3, 4)))
+    reloaded = await FileCheckpointStorage(root).load("run-1")
+    assert [s.state for s in reloaded.snapshots] == [
+        make_state(0, pair=(1, 2)),
+        make_state(1, pair=(3, 4)),
+    ]
+
+
+async def test_prune_compacts_the_log_and_keeps_the_lock_file(root: Path, make_state) -> None:
+    storage = FileCheckpointStorage(root)
+    checkpoint = await commit_chain(storage, make_state, 5, big="y" * 10_000)
+    checkpoint.restart_from(checkpoint.snapshots[0].snapshot_id)
+    await checkpoint.commit_snapshot(state=make_state(9))
+    before = log_of(root).stat().st_size
+    removed = await storage.prune("run-1", keep=[])
+    assert len(removed) == 4
+    assert log_of(root).stat().st_size < before
+    assert (log_of(root).parent / "lock").exists()
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert [s.state["workflow_state"]["n"] for s in loaded.snapshots] == [0, 9]
+
+
+async def test_delete_keeps_the_permanent_lock_file(root: Path, make_state) -> None:
+    storage = FileCheckpointStorage(root)
+    await commit_chain(storage, make_state, 1)
+    await storage.delete("run-1")
+    assert not log_of(root).exists()
+    assert (log_of(root).parent / "lock").exists()
+
+
+def test_an_unknown_format_is_refused(root: Path) -> None:
+    with pytest.raises(ValueError, match="pickle"):
+        FileCheckpointStorage(root, format="pickle")  # type: ignore[arg-type]
