@@ -157,23 +157,21 @@ def _register(
     to_raw, from_raw = (encoder, decoder) if encoder and decoder else _default_codec(cls)
     entry = StateType(cls, tid, to_raw, from_raw, encoder, decoder)
     with _lock:
-        by_id = registered_by_id.get(tid)
-        by_type = registered_by_type.get(cls)
-        if by_id is None and by_type is None:
-            registered_by_id[tid] = registered_by_type[cls] = entry
-            return
-        if by_id is not None and by_id.cls is not cls:
+        clash = registered_by_id.get(tid)
+        if clash is not None and clash.cls is not cls:
             raise ValueError(
-                f"type id {tid!r} is already registered for {qualified_name(by_id.cls)}; "
+                f"type id {tid!r} is already registered for {qualified_name(clash.cls)}; "
                 f"cannot register {qualified_name(cls)} under it"
             )
-        if by_type is not None and by_type.type_id != tid:
+        existing = registered_by_type.get(cls)
+        if existing is None:  # ids and classes are always registered together
+            registered_by_id[tid] = registered_by_type[cls] = entry
+        elif existing.type_id != tid:
             raise ValueError(
-                f"{qualified_name(cls)} is already registered as {by_type.type_id!r}; "
+                f"{qualified_name(cls)} is already registered as {existing.type_id!r}; "
                 f"cannot register it again as {tid!r}"
             )
-        assert by_type is not None
-        if (by_type.encoder, by_type.decoder) != (encoder, decoder):
+        elif (existing.encoder, existing.decoder) != (encoder, decoder):
             raise ValueError(
                 f"{qualified_name(cls)} is already registered as {tid!r} with another "
                 "encoder/decoder"
