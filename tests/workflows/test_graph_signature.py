@@ -1,0 +1,103 @@
+"""The graph signature: stable across builds and processes, different for any change."""
+
+from __future__ import annotations
+
+import engine_samples
+import pytest
+from engine_samples import Halver, Start, build_factor, build_review, run_fresh
+
+from checkflow.errors import GraphSignatureMismatchError
+from checkflow.workflows import Executor, RunStatus, WorkflowBuilder, WorkflowContext, handler
+
+
+def test_the_same_definition_hashes_the_same_in_a_fresh_process():
+    here = (build_factor().graph_signature_hash, build_review().graph_signature_hash)
+    there = tuple(run_fresh("signature").split())
+    assert here == there
+    assert len(here[0]) == 64
+
+
+def test_the_name_and_max_iterations_do_not_change_the_signature():
+    start, worker = Start(id="start"), Halver(id="worker")
+    other = (WorkflowBuilder(start_executor=start, name="renamed", max_iterations=7)
+             .add_edge(start, worker).add_edge(worker, worker).build())
+    assert other.graph_signature_hash == build_factor().graph_signature_hash
+
+
+def _variants():
+    start, worker = Start(id="start"), Halver(id="worker")
+    renamed = Halver(id="halver")
+
+    class Halver2(Halver):
+        pass
+
+    class TypedDifferently(Executor):
+        @handler
+        async def step(self, n: int, ctx: WorkflowContext[int, str]) -> None:
+            pass
+
+    yield "executor renamed", (WorkflowBuilder(start_executor=start)
+                               .add_edge(start, renamed).add_edge(renamed, renamed))
+    yield "edge added", (WorkflowBuilder(start_executor=start).add_edge(start, worker)
+                         .add_edge(worker, worker).add_edge(worker, start))
+    yield "edge kind changed", (WorkflowBuilder(start_executor=start)
+                                .add_fan_out_edges(start, [worker]).add_edge(worker, worker))
+    subclassed = Halver2(id="worker")
+    yield "executor class changed", (WorkflowBuilder(start_executor=start)
+                                     .add_edge(start, subclassed).add_edge(subclassed, subclassed))
+    yield "handler types changed", (WorkflowBuilder(start_executor=start)
+                                    .add_edge(start, TypedDifferently(id="worker")))
+
+
+@pytest.mark.parametrize("change", [name for name, _ in _variants()])
+def test_any_topology_or_type_change_changes_the_signature(change):
+    changed = dict(_variants())[change].build()
+    assert changed.graph_signature_hash != build_factor().graph_signature_hash
+
+
+class Nested(Executor):
+    """Stands in for a nested workflow: its child's signature enters its own."""
+
+    def __init__(self, id: str, child_signature: str) -> None:
+        super().__init__(id)
+        self._child = child_signature
+
+    def signature_extra(self) -> dict[str, str]:
+        return {"child": self._child}
+
+    @handler
+    async def go(self, n: int, ctx: WorkflowContext) -> None:
+        pass
+
+
+def test_a_change_inside_a_nested_definition_changes_the_parent_signature():
+    def parent(child: str) -> str:
+        start = Start(id="start")
+        nested = Nested(id="nested", child_signature=child)
+        return (WorkflowBuilder(start_executor=start).add_edge(start, nested).build()
+                .graph_signature_hash)
+
+    assert parent(build_factor().graph_signature_hash) == parent(
+        build_factor().graph_signature_hash)
+    assert parent(build_factor().graph_signature_hash) != parent(
+        build_review().graph_signature_hash)
+
+
+async def test_a_checkpoint_of_another_graph_is_refused_before_anything_is_restored(storage):
+    workflow = build_factor()
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)
+    await workflow.run(10, checkpoint=checkpoint)
+    before = [s.snapshot_id for s in checkpoint.snapshots]
+    for name, builder in _variants():
+        other = builder.build()
+        loaded = await storage.load(checkpoint.checkpoint_id)
+        with pytest.raises(GraphSignatureMismatchError) as caught:
+            await other.run(checkpoint=loaded)
+        assert caught.value.expected == other.graph_signature_hash, name
+        assert caught.value.actual == workflow.graph_signature_hash, name
+        assert workflow.graph_signature_hash in str(caught.value)
+        assert [s.snapshot_id for s in loaded.snapshots] == before
+    reloaded = await storage.load(checkpoint.checkpoint_id)
+    assert [s.snapshot_id for s in reloaded.snapshots] == before
+    result = await engine_samples.build_factor().run(checkpoint=reloaded)
+    assert result.status is RunStatus.AWAITING_RESPONSES  # an identical rebuild resumes
