@@ -42,9 +42,9 @@ async def main() -> None:
                 .add_edge(start, worker).add_edge(worker, worker).build())   # immutable, reusable
 
     storage = FileCheckpointStorage("./checkpoints")
-    checkpoint = workflow.create_checkpoint(checkpoint_id="factor-run-123", checkpoint_storage=storage)
+    checkpoint = workflow.create_checkpoint(checkpoint_id="factor-run-123", checkpoint_storage=storage)  # noqa: E501
 
-    result = await workflow.run(10, checkpoint=checkpoint)          # entry + one snapshot per superstep
+    result = await workflow.run(10, checkpoint=checkpoint)          # entry + one snapshot per superstep  # noqa: E501
     assert result.status is RunStatus.AWAITING_RESPONSES
     (request_id,) = result.pending_requests
 

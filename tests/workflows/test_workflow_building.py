@@ -113,7 +113,7 @@ def test_an_executor_without_handlers_is_refused():
     class Empty(Executor):
         pass
 
-    with pytest.raises(WorkflowValidationError, match="executor 'e' .* has no @handler methods"):
+    with pytest.raises(WorkflowValidationError, match=r"executor 'e' .* has no @handler methods"):
         WorkflowBuilder(start_executor=Empty(id="e")).build()
 
 
