@@ -120,6 +120,19 @@ def _timedelta(payload: Any) -> datetime.timedelta:
     return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
 
 
+def _with_offset(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
+    """ISO 8601 text, or ``[naive ISO, offset seconds, offset microseconds]`` (see _encode)."""
+
+    def decode(payload: Any) -> Any:
+        if type(payload) is str:
+            return parse(payload)
+        naive, seconds, microseconds = _expect(payload, list)
+        offset = datetime.timedelta(seconds=seconds, microseconds=microseconds)
+        return parse(naive).replace(tzinfo=datetime.timezone(offset))
+
+    return decode
+
+
 def _from_list(build: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
     return lambda payload: build(_expect(payload, list))
 
@@ -132,9 +145,9 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
     BUILTIN_TYPE_IDS["frozenset"]: _from_list(frozenset),
     BUILTIN_TYPE_IDS["bytes"]: _bytes,
     # these parsers raise on anything but a str payload; walk_dict reports it as malformed
-    BUILTIN_TYPE_IDS["datetime"]: datetime.datetime.fromisoformat,
+    BUILTIN_TYPE_IDS["datetime"]: _with_offset(datetime.datetime.fromisoformat),
     BUILTIN_TYPE_IDS["date"]: datetime.date.fromisoformat,
-    BUILTIN_TYPE_IDS["time"]: datetime.time.fromisoformat,
+    BUILTIN_TYPE_IDS["time"]: _with_offset(datetime.time.fromisoformat),
     BUILTIN_TYPE_IDS["timedelta"]: _timedelta,
     BUILTIN_TYPE_IDS["uuid"]: uuid.UUID,
     BUILTIN_TYPE_IDS["decimal"]: _decimal,

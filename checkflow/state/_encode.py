@@ -35,6 +35,7 @@ _ID_TUPLE = BUILTIN_TYPE_IDS["tuple"]
 _ID_SET = BUILTIN_TYPE_IDS["set"]
 _ID_FROZENSET = BUILTIN_TYPE_IDS["frozenset"]
 _ID_DATETIME = BUILTIN_TYPE_IDS["datetime"]
+_ID_TIME = BUILTIN_TYPE_IDS["time"]
 _UTC = datetime.UTC
 _rfc3339: Callable[[datetime.datetime], str] = msgspec.to_builtins
 
@@ -115,14 +116,29 @@ def _encode_tuple(value: tuple[Any, ...]) -> dict[str, Any]:
 
 def _encode_datetime(value: datetime.datetime) -> dict[str, Any]:
     # msgspec formats RFC 3339 in C, ~10x faster than isoformat(), but rounds an offset
-    # with seconds to whole minutes: those (rare) offsets take the exact isoformat() path.
+    # with seconds to whole minutes: those (rare) offsets take the exact path.
     tz = value.tzinfo
     if tz is None or tz is _UTC:
         return {TYPE_KEY: _ID_DATETIME, VALUE_KEY: _rfc3339(value)}
     offset = value.utcoffset()
     if offset is not None and offset.seconds % 60 == 0 and not offset.microseconds:
         return {TYPE_KEY: _ID_DATETIME, VALUE_KEY: _rfc3339(value)}
-    return {TYPE_KEY: _ID_DATETIME, VALUE_KEY: value.isoformat()}
+    return {TYPE_KEY: _ID_DATETIME, VALUE_KEY: _iso_with_offset(value, offset)}
+
+
+def _encode_time(value: datetime.time) -> dict[str, Any]:
+    return {TYPE_KEY: _ID_TIME, VALUE_KEY: _iso_with_offset(value, value.utcoffset())}
+
+
+def _iso_with_offset(
+    value: datetime.datetime | datetime.time, offset: datetime.timedelta | None
+) -> Any:
+    """ISO 8601, or ``[naive ISO, offset seconds, offset microseconds]`` for an offset with
+    microseconds, which ``fromisoformat`` (3.11) misreads when its whole seconds are zero."""
+    if offset is None or not offset.microseconds:
+        return value.isoformat()
+    naive = value.replace(tzinfo=None).isoformat()
+    return [naive, offset.days * 86_400 + offset.seconds, offset.microseconds]
 
 
 def _tagged_members(type_id: str) -> Callable[[Any], dict[str, Any]]:
@@ -163,7 +179,7 @@ _HANDLERS = _Dispatch(
         bytes: _tagged(BUILTIN_TYPE_IDS["bytes"], lambda value: value),
         datetime.datetime: _encode_datetime,
         datetime.date: _tagged(BUILTIN_TYPE_IDS["date"], datetime.date.isoformat),
-        datetime.time: _tagged(BUILTIN_TYPE_IDS["time"], datetime.time.isoformat),
+        datetime.time: _encode_time,
         datetime.timedelta: _tagged(BUILTIN_TYPE_IDS["timedelta"], _timedelta_raw),
         uuid.UUID: _tagged(BUILTIN_TYPE_IDS["uuid"], str),
         decimal.Decimal: _tagged(BUILTIN_TYPE_IDS["decimal"], str),

@@ -50,6 +50,7 @@ leaves = st.one_of(
     st.datetimes(),
     st.datetimes(timezones=offsets),
     st.times(),
+    st.times(timezones=offsets),
     st.timedeltas(),
 )
 hashables = st.recursive(

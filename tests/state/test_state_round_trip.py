@@ -189,6 +189,22 @@ def test_aware_datetime_keeps_its_exact_offset(fmt: state.Format) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(microseconds=1))),
+        datetime.time(1, 2, tzinfo=datetime.timezone(datetime.timedelta(microseconds=-7))),
+        datetime.time(1, 2, tzinfo=datetime.timezone(datetime.timedelta(seconds=37))),
+    ],
+)
+def test_offset_with_seconds_or_microseconds_survives_exactly(
+    fmt: state.Format, value: datetime.datetime | datetime.time
+) -> None:
+    decoded = state.decode(state.encode(value, format=fmt), format=fmt)
+    assert decoded == value and decoded.utcoffset() == value.utcoffset()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_naive_datetime_stays_naive(fmt: state.Format) -> None:
     value = datetime.datetime(2026, 1, 2, 3, 4, 5)
     assert state.decode(state.encode(value, format=fmt), format=fmt).tzinfo is None
