@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import enum
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checkflow import state
+from checkflow.errors import StateError
 
 
 @state.register_state_type
@@ -91,3 +93,20 @@ def test_any_nested_state_round_trips_in_msgpack(
 def test_to_builtins_output_is_plain_msgspec_data(value: Any) -> None:
     tree = state.to_builtins(value)
     assert msgspec.msgpack.decode(msgspec.msgpack.encode(tree)) == tree
+
+
+@given(st.binary(max_size=64), st.sampled_from(["json", "msgpack"]))
+def test_arbitrary_bytes_decode_or_fail_as_a_state_error(data: bytes, fmt: state.Format) -> None:
+    with contextlib.suppress(StateError):
+        state.decode(data, format=fmt)
+
+
+@given(states, st.data())
+def test_corrupted_encoding_decodes_or_fails_as_a_state_error(
+    value: Any, data: st.DataObject
+) -> None:
+    encoded = bytearray(state.encode(value, format="msgpack"))
+    index = data.draw(st.integers(0, len(encoded) - 1))
+    encoded[index] ^= data.draw(st.integers(1, 255))
+    with contextlib.suppress(StateError):
+        state.decode(bytes(encoded), format="msgpack")
