@@ -49,7 +49,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     workflow outputs it yields (``typing.Never`` for "none").
     """
 
-    __slots__ = ("_executor_id", "_host", "_writes")
+    __slots__ = ("_answering", "_executor_id", "_host", "_writes")
 
     def __class_getitem__(cls, params: Any) -> Any:
         if not isinstance(params, tuple):
@@ -60,11 +60,20 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         self._host = host
         self._executor_id = executor_id
         self._writes: dict[str, Any] | None = None
+        self._answering: str | None = None
 
     @property
     def executor_id(self) -> str:
         """The id of the executor this delivery is for."""
         return self._executor_id
+
+    @property
+    def request_id(self) -> str | None:
+        """In a ``@response_handler``: the id of the request being answered; else ``None``.
+
+        Lets an executor that parked several requests (a nested workflow) tell them apart.
+        """
+        return self._answering
 
     @property
     def executor_state(self) -> MutableMapping[str, Any]:

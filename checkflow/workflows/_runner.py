@@ -215,7 +215,9 @@ class Runner:
                             f"executor {executor_id!r} has no @response_handler for request "
                             f"{item['request_id']!r} answered with "
                             f"{type_name(type(item['response']))}")
+                    ctx._answering = item["request_id"]
                     await responder.call(item["request"], item["response"], ctx)
+                    ctx._answering = None
         except Exception as exc:
             await self.emit(ExecutorFailedEvent(executor_id, number, exc))
             raise _ExecutorFailed(executor_id, exc) from exc
