@@ -1,5 +1,10 @@
-"""Caller-owned checkpoints: snapshots, lineage, two heads, envelopes and the run guard."""
+"""Caller-owned checkpoints: snapshots, lineage, two heads, envelopes and the run guard.
 
+A ``Checkpoint`` inside other state (e.g. a session) encodes whole when unattached and as a
+``CheckpointReference`` (decoded as such, for the host to ``load()``) when storage-backed.
+"""
+
+from checkflow.checkpoints import _state_types  # noqa: F401 - registers the state types
 from checkflow.checkpoints._checkpoint import Checkpoint, CheckpointReference
 from checkflow.checkpoints._guard import active_run
 from checkflow.checkpoints._protocol import CheckpointStorage
