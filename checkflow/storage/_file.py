@@ -136,8 +136,9 @@ class FileCheckpointStorage:
         identity: tuple[str, str],
     ) -> None:
         folder = self._folder(checkpoint_id)
-        created = not folder.exists()
-        folder.mkdir(parents=True, exist_ok=True)
+        created = checkpoint_id not in self._tails and not folder.exists()
+        if created:
+            folder.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(folder / _LOCK):
             tail = self._current_tail(checkpoint_id, folder)
             actual = tail.head if tail is not None else None
