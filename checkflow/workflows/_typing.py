@@ -184,16 +184,27 @@ def _walk(tp: Any) -> Iterator[Any]:
 
 
 def named_classes(annotations: typing.Iterable[Any]) -> list[type]:
-    """User classes named anywhere inside ``annotations``: dataclasses, Structs and Enums."""
+    """User classes named inside ``annotations``, and inside their fields, recursively:
+    dataclasses, msgspec Structs and Enums."""
     found: dict[type, None] = {}
-    for annotation in annotations:
-        for tp in _walk(annotation):
-            if isinstance(tp, type) and (
-                dataclasses.is_dataclass(tp)
-                or issubclass(tp, (msgspec.Struct, enum.Enum))
-            ) and tp.__module__ != "builtins":
+    pending = list(annotations)
+    while pending:
+        for tp in _walk(pending.pop()):
+            if not isinstance(tp, type) or tp in found or tp.__module__ == "builtins":
+                continue
+            if issubclass(tp, enum.Enum):
                 found[tp] = None
+            elif dataclasses.is_dataclass(tp) or issubclass(tp, msgspec.Struct):
+                found[tp] = None
+                pending.extend(_field_types(tp))
     return list(found)
+
+
+def _field_types(cls: type) -> list[Any]:
+    try:
+        return list(typing.get_type_hints(cls).values())
+    except Exception:  # unresolvable field annotations: those fields need explicit registration
+        return []
 
 
 def callable_name(fn: Callable[..., Any] | None) -> str | None:

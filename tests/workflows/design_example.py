@@ -22,10 +22,11 @@ class Start(Executor):
     async def begin(self, n: int, ctx: WorkflowContext) -> None:
         await ctx.send_message(n)
 
+
 class Worker(Executor):
     @handler
     async def step(self, n: int, ctx: WorkflowContext) -> None:
-        ctx.executor_state["seen"] = ctx.executor_state.get("seen", 0) + 1   # persisted per run
+        ctx.executor_state["seen"] = ctx.executor_state.get("seen", 0) + 1  # persisted per run
         if n <= 1:
             await ctx.request_info({"question": "publish?"}, response_type=bool)
         else:
@@ -38,13 +39,19 @@ class Worker(Executor):
 
 async def main() -> None:
     start, worker = Start(id="start"), Worker(id="worker")
-    workflow = (WorkflowBuilder(start_executor=start, name="factor")
-                .add_edge(start, worker).add_edge(worker, worker).build())   # immutable, reusable
+    workflow = (
+        WorkflowBuilder(start_executor=start, name="factor")
+        .add_edge(start, worker)
+        .add_edge(worker, worker)
+        .build()
+    )  # immutable, reusable
 
     storage = FileCheckpointStorage("./checkpoints")
-    checkpoint = workflow.create_checkpoint(checkpoint_id="factor-run-123", checkpoint_storage=storage)  # noqa: E501
+    checkpoint = workflow.create_checkpoint(
+        checkpoint_id="factor-run-123", checkpoint_storage=storage
+    )  # noqa: E501
 
-    result = await workflow.run(10, checkpoint=checkpoint)          # entry + one snapshot per superstep  # noqa: E501
+    result = await workflow.run(10, checkpoint=checkpoint)  # entry + one snapshot per superstep  # noqa: E501
     assert result.status is RunStatus.AWAITING_RESPONSES
     (request_id,) = result.pending_requests
 

@@ -99,25 +99,34 @@ def build_review() -> Workflow:
 
 
 async def _resume(root: str, checkpoint_id: str, answers: dict[str, object] | None) -> None:
+    workflow = build_review()  # first: building registers the classes the state names
     storage = FileCheckpointStorage(root)
     checkpoint = await storage.load(checkpoint_id)
-    workflow = build_review()
     result = await workflow.run(checkpoint=checkpoint, responses=answers)
-    print(json.dumps({
-        "status": result.status.value,
-        "signature": workflow.graph_signature_hash,
-        "pending": {
-            rid: {
-                "response_type_is": (
-                    "Approval" if p.response_type is Approval
-                    else "bool" if p.response_type is bool else repr(p.response_type)),
-                "source": p.source_executor_id,
+    print(
+        json.dumps(
+            {
+                "status": result.status.value,
+                "signature": workflow.graph_signature_hash,
+                "pending": {
+                    rid: {
+                        "response_type_is": (
+                            "Approval"
+                            if p.response_type is Approval
+                            else "bool"
+                            if p.response_type is bool
+                            else repr(p.response_type)
+                        ),
+                        "source": p.source_executor_id,
+                    }
+                    for rid, p in result.pending_requests.items()
+                },
+                "outputs": result.get_outputs(),
+                "snapshots": len(checkpoint.snapshots),
             }
-            for rid, p in result.pending_requests.items()
-        },
-        "outputs": result.get_outputs(),
-        "snapshots": len(checkpoint.snapshots),
-    }), flush=True)
+        ),
+        flush=True,
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -137,8 +146,17 @@ def run_fresh(*argv: str) -> str:
     here = Path(__file__).resolve().parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parents[1])])}
     done = subprocess.run(
-        [sys.executable, "-c", "import sys, engine_samples; engine_samples.main(sys.argv[1:])",
-         *argv],
-        env=env, capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-c",
+            "import sys, engine_samples; engine_samples.main(sys.argv[1:])",
+            *argv,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout

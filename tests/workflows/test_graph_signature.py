@@ -19,8 +19,12 @@ def test_the_same_definition_hashes_the_same_in_a_fresh_process():
 
 def test_the_name_and_max_iterations_do_not_change_the_signature():
     start, worker = Start(id="start"), Halver(id="worker")
-    other = (WorkflowBuilder(start_executor=start, name="renamed", max_iterations=7)
-             .add_edge(start, worker).add_edge(worker, worker).build())
+    other = (
+        WorkflowBuilder(start_executor=start, name="renamed", max_iterations=7)
+        .add_edge(start, worker)
+        .add_edge(worker, worker)
+        .build()
+    )
     assert other.graph_signature_hash == build_factor().graph_signature_hash
 
 
@@ -36,17 +40,40 @@ def _variants():
         async def step(self, n: int, ctx: WorkflowContext[int, str]) -> None:
             pass
 
-    yield "executor renamed", (WorkflowBuilder(start_executor=start)
-                               .add_edge(start, renamed).add_edge(renamed, renamed))
-    yield "edge added", (WorkflowBuilder(start_executor=start).add_edge(start, worker)
-                         .add_edge(worker, worker).add_edge(worker, start))
-    yield "edge kind changed", (WorkflowBuilder(start_executor=start)
-                                .add_fan_out_edges(start, [worker]).add_edge(worker, worker))
+    yield (
+        "executor renamed",
+        (WorkflowBuilder(start_executor=start).add_edge(start, renamed).add_edge(renamed, renamed)),
+    )
+    yield (
+        "edge added",
+        (
+            WorkflowBuilder(start_executor=start)
+            .add_edge(start, worker)
+            .add_edge(worker, worker)
+            .add_edge(worker, start)
+        ),
+    )
+    yield (
+        "edge kind changed",
+        (
+            WorkflowBuilder(start_executor=start)
+            .add_fan_out_edges(start, [worker])
+            .add_edge(worker, worker)
+        ),
+    )
     subclassed = Halver2(id="worker")
-    yield "executor class changed", (WorkflowBuilder(start_executor=start)
-                                     .add_edge(start, subclassed).add_edge(subclassed, subclassed))
-    yield "handler types changed", (WorkflowBuilder(start_executor=start)
-                                    .add_edge(start, TypedDifferently(id="worker")))
+    yield (
+        "executor class changed",
+        (
+            WorkflowBuilder(start_executor=start)
+            .add_edge(start, subclassed)
+            .add_edge(subclassed, subclassed)
+        ),
+    )
+    yield (
+        "handler types changed",
+        (WorkflowBuilder(start_executor=start).add_edge(start, TypedDifferently(id="worker"))),
+    )
 
 
 @pytest.mark.parametrize("change", [name for name, _ in _variants()])
@@ -74,13 +101,19 @@ def test_a_change_inside_a_nested_definition_changes_the_parent_signature():
     def parent(child: str) -> str:
         start = Start(id="start")
         nested = Nested(id="nested", child_signature=child)
-        return (WorkflowBuilder(start_executor=start).add_edge(start, nested).build()
-                .graph_signature_hash)
+        return (
+            WorkflowBuilder(start_executor=start)
+            .add_edge(start, nested)
+            .build()
+            .graph_signature_hash
+        )
 
     assert parent(build_factor().graph_signature_hash) == parent(
-        build_factor().graph_signature_hash)
+        build_factor().graph_signature_hash
+    )
     assert parent(build_factor().graph_signature_hash) != parent(
-        build_review().graph_signature_hash)
+        build_review().graph_signature_hash
+    )
 
 
 async def test_a_checkpoint_of_another_graph_is_refused_before_anything_is_restored(storage):

@@ -52,21 +52,27 @@ async def test_a_hundred_concurrent_runs_on_one_workflow_stay_apart(tmp_path):
     workflow = build_factor()
     memory, files = InMemoryCheckpointStorage(), FileCheckpointStorage(tmp_path / "cps")
     checkpoints = [
-        workflow.create_checkpoint(checkpoint_id=f"run-{n}",
-                                   checkpoint_storage=(memory, files, None)[n % 3])
+        workflow.create_checkpoint(
+            checkpoint_id=f"run-{n}", checkpoint_storage=(memory, files, None)[n % 3]
+        )
         for n in range(100)
     ]
     results = await asyncio.gather(
-        *(workflow.run(n, checkpoint=cp) for n, cp in enumerate(checkpoints)))
+        *(workflow.run(n, checkpoint=cp) for n, cp in enumerate(checkpoints))
+    )
     for n, (result, checkpoint) in enumerate(zip(results, checkpoints, strict=True)):
         assert result.status is RunStatus.AWAITING_RESPONSES
         assert len(checkpoint.snapshots) == 1 + _expected_supersteps(n), n
         assert checkpoint.head_snapshot.state["messages"]["input"][0]["data"] == n
-    answers = await asyncio.gather(*(
-        workflow.run(responses={next(iter(r.pending_requests)): n % 2 == 0}, checkpoint=cp)
-        for n, (r, cp) in enumerate(zip(results, checkpoints, strict=True))))
+    answers = await asyncio.gather(
+        *(
+            workflow.run(responses={next(iter(r.pending_requests)): n % 2 == 0}, checkpoint=cp)
+            for n, (r, cp) in enumerate(zip(results, checkpoints, strict=True))
+        )
+    )
     assert [a.get_outputs() for a in answers] == [
-        ["published" if n % 2 == 0 else "dropped"] for n in range(100)]
+        ["published" if n % 2 == 0 else "dropped"] for n in range(100)
+    ]
     for n in range(1, 100, 3):
         loaded = await files.load(f"run-{n}")
         assert len(loaded.snapshots) == 1 + _expected_supersteps(n) + 2
@@ -77,8 +83,10 @@ async def test_many_runs_leave_the_workflow_object_graph_unchanged():
     before = fingerprint(workflow)
     results = await asyncio.gather(*(workflow.run(f"topic {n}") for n in range(20)))
     for result in results:
-        await workflow.run(responses={"approve": {"approved": True, "reviewer": "ann"}},
-                           checkpoint=result.checkpoint)
+        await workflow.run(
+            responses={"approve": {"approved": True, "reviewer": "ann"}},
+            checkpoint=result.checkpoint,
+        )
     stream = workflow.run("streamed", stream=True)
     async for _ in stream:
         pass
@@ -159,8 +167,9 @@ class Parked(Executor):
 
 async def _held_run(storage):
     entered, release = asyncio.Event(), asyncio.Event()
-    workflow = WorkflowBuilder(start_executor=Parked(id="p", entered=entered,
-                                                     release=release)).build()
+    workflow = WorkflowBuilder(
+        start_executor=Parked(id="p", entered=entered, release=release)
+    ).build()
     checkpoint = workflow.create_checkpoint(checkpoint_id="busy", checkpoint_storage=storage)
     running = asyncio.ensure_future(workflow.run(1, checkpoint=checkpoint))
     await asyncio.wait_for(entered.wait(), timeout=10)

@@ -59,7 +59,9 @@ async def test_an_awaiting_head_without_input_re_reports_the_same_requests(stora
     assert again.status is RunStatus.AWAITING_RESPONSES
     assert again.pending_requests == first.pending_requests
     assert [e.request.request_id for e in again.events if isinstance(e, RequestInfoEvent)] == [
-        "approve", "urgent"]
+        "approve",
+        "urgent",
+    ]
     assert again.pending_requests["approve"].response_type is Approval
     assert len((await storage.load(checkpoint.checkpoint_id)).snapshots) == count
 
@@ -122,8 +124,7 @@ async def test_an_unknown_request_id_is_refused_by_name_and_commits_nothing():
     first = await workflow.run("cats")
     count = len(first.checkpoint.snapshots)
     with pytest.raises(InvalidResponseError, match="no pending request with id 'aprove'") as e:
-        await workflow.run(responses={"urgent": True, "aprove": True},
-                           checkpoint=first.checkpoint)
+        await workflow.run(responses={"urgent": True, "aprove": True}, checkpoint=first.checkpoint)
     assert e.value.request_id == "aprove"
     assert len(first.checkpoint.snapshots) == count
     result = await workflow.run(checkpoint=first.checkpoint)

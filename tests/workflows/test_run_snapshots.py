@@ -47,10 +47,12 @@ async def test_a_three_step_chain_commits_an_entry_and_one_snapshot_per_superste
     assert result.get_outputs() == [16]
     snapshots = checkpoint.snapshots
     assert [s.metadata["boundary"] for s in snapshots] == ["input_accepted"] + [
-        "superstep_completed"] * 3
+        "superstep_completed"
+    ] * 3
     assert [s.metadata["superstep"] for s in snapshots] == [0, 1, 2, 3]
     assert [s.parent_snapshot_id for s in snapshots] == [None] + [
-        s.snapshot_id for s in snapshots[:-1]]
+        s.snapshot_id for s in snapshots[:-1]
+    ]
     assert checkpoint.head_snapshot_id == snapshots[-1].snapshot_id
     assert snapshots[-1].metadata["status"] == "idle"
     assert snapshots[-1].state["workflow_state"]["status"] == "idle"
@@ -98,7 +100,8 @@ async def test_restarting_from_a_snapshot_branches_and_keeps_the_old_branch(stor
     assert {s.snapshot_id for s in old} <= {s.snapshot_id for s in loaded.snapshots}
     assert loaded.head_snapshot_id == new[-1].snapshot_id
     assert sorted(t.snapshot_id for t in loaded.tips()) == sorted(
-        [old[-1].snapshot_id, new[-1].snapshot_id])
+        [old[-1].snapshot_id, new[-1].snapshot_id]
+    )
     assert loaded.head_snapshot.state["executor_states"]["b"]["calls"] == 1
 
 
@@ -107,8 +110,7 @@ async def test_the_superstep_counter_runs_on_along_the_lineage():
     first = await workflow.run(1)
     second = await workflow.run(2, checkpoint=first.checkpoint)
     assert second.get_outputs() == [13]
-    assert [s.metadata["superstep"] for s in first.checkpoint.snapshots] == [
-        0, 1, 2, 3, 3, 4, 5, 6]
+    assert [s.metadata["superstep"] for s in first.checkpoint.snapshots] == [0, 1, 2, 3, 3, 4, 5, 6]
     assert first.checkpoint.head_snapshot.state["messages"]["output"] == [12, 13]
 
 
@@ -172,8 +174,9 @@ class Forever(Executor):
 
 async def test_max_iterations_bounds_one_call_and_a_resumed_call_counts_afresh():
     forever = Forever(id="forever")
-    workflow = (WorkflowBuilder(start_executor=forever, max_iterations=3)
-                .add_edge(forever, forever).build())
+    workflow = (
+        WorkflowBuilder(start_executor=forever, max_iterations=3).add_edge(forever, forever).build()
+    )
     with pytest.raises(WorkflowConvergenceError, match="max_iterations=3") as caught:
         await workflow.run(0)
     checkpoint = caught.value.result.checkpoint
@@ -201,9 +204,12 @@ class Reader(Executor):
 async def test_shared_state_set_in_one_superstep_is_visible_from_the_next():
     writer, reader, early = Writer(id="writer"), Reader(id="reader"), Reader(id="early")
     start = Add(id="start", amount=0)
-    workflow = (WorkflowBuilder(start_executor=start)
-                .add_fan_out_edges(start, [writer, early]).add_edge(writer, reader).build())
+    workflow = (
+        WorkflowBuilder(start_executor=start)
+        .add_fan_out_edges(start, [writer, early])
+        .add_edge(writer, reader)
+        .build()
+    )
     result = await workflow.run(7)
     assert result.get_outputs() == ["unset", 7]  # "early" ran beside the writer
-    assert result.checkpoint.head_snapshot.state["workflow_state"]["shared_state"] == {
-        "total": 7}
+    assert result.checkpoint.head_snapshot.state["workflow_state"]["shared_state"] == {"total": 7}

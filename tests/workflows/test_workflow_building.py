@@ -58,18 +58,23 @@ def test_an_edge_whose_types_cannot_meet_is_refused():
         WorkflowBuilder(start_executor=source).add_edge(source, sink).build()
     assert str(caught.value) == (
         "type mismatch on edge 'numbers' -> 'texts' (edge): 'numbers' sends int but 'texts' "
-        "accepts only str")
+        "accepts only str"
+    )
 
 
 def test_a_fan_in_target_must_accept_a_list_of_what_the_sources_send():
     a, b, sink = IntSource(id="a"), IntSource(id="b"), IntSink(id="sink")
     builder = WorkflowBuilder(start_executor=a).add_fan_out_edges(a, [b])
-    with pytest.raises(WorkflowValidationError, match=r"'a' sends list\[int\] but 'sink' "
-                       r"accepts only int"):
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"'a' sends list\[int\] but 'sink' "
+        r"accepts only int",
+    ):
         builder.add_fan_in_edges([a, b], sink).build()
     ok = IntSource(id="a2"), IntSource(id="b2"), ListSink(id="lists")
     WorkflowBuilder(start_executor=ok[0]).add_edge(ok[0], ok[1]).add_fan_in_edges(
-        [ok[0], ok[1]], ok[2]).build()
+        [ok[0], ok[1]], ok[2]
+    ).build()
 
 
 def test_a_bare_context_is_unchecked():
@@ -89,7 +94,8 @@ def test_the_same_edge_twice_is_refused():
     with pytest.raises(WorkflowValidationError) as caught:
         WorkflowBuilder(start_executor=a).add_edge(a, b).add_fan_out_edges(a, [b]).build()
     assert str(caught.value) == (
-        "duplicate edge 'a' -> 'b': it appears in 'edge:a->b' and 'fan_out:a->b'")
+        "duplicate edge 'a' -> 'b': it appears in 'edge:a->b' and 'fan_out:a->b'"
+    )
 
 
 def test_two_executors_with_one_id_are_refused():
@@ -106,7 +112,8 @@ def test_a_switch_group_needs_exactly_one_default(defaults):
     with pytest.raises(WorkflowValidationError) as caught:
         WorkflowBuilder(start_executor=a).add_switch_case_edge_group(a, cases).build()
     assert str(caught.value) == (
-        f"the switch-case group from 'a' needs exactly one Default, it has {defaults}")
+        f"the switch-case group from 'a' needs exactly one Default, it has {defaults}"
+    )
 
 
 def test_an_executor_without_handlers_is_refused():
@@ -179,8 +186,7 @@ def test_build_registers_the_classes_handlers_name_with_the_state_codec():
 
 def test_edge_group_ids_are_derived_from_topology():
     a, b, c = IntSource(id="a"), IntSource(id="b"), ListSink(id="c")
-    workflow = (WorkflowBuilder(start_executor=a).add_edge(a, b)
-                .add_fan_in_edges([a, b], c).build())
+    workflow = WorkflowBuilder(start_executor=a).add_edge(a, b).add_fan_in_edges([a, b], c).build()
     assert [g.id for g in workflow.edge_groups] == ["edge:a->b", "fan_in:a,b->c"]
 
 

@@ -1,0 +1,158 @@
+"""run(stream=True): events as they happen, the final result, failure and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from engine_samples import build_factor
+
+from checkflow.errors import WorkflowRunError
+from checkflow.workflows import (
+    Executor,
+    ExecutorCompletedEvent,
+    ExecutorFailedEvent,
+    ExecutorInvokedEvent,
+    OutputEvent,
+    RequestInfoEvent,
+    RunStatus,
+    SnapshotCommittedEvent,
+    SuperstepCompletedEvent,
+    SuperstepStartedEvent,
+    WorkflowBuilder,
+    WorkflowContext,
+    WorkflowEvent,
+    WorkflowFailedEvent,
+    WorkflowStartedEvent,
+    WorkflowStatusEvent,
+    handler,
+)
+
+
+async def test_a_stream_yields_the_events_in_order_then_the_result():
+    stream = build_factor().run(2, stream=True)
+    kinds = [type(event) async for event in stream]
+    result = await stream.get_result()
+    assert kinds == [
+        WorkflowStartedEvent,
+        SnapshotCommittedEvent,
+        SuperstepStartedEvent,
+        ExecutorInvokedEvent,
+        ExecutorCompletedEvent,
+        SuperstepCompletedEvent,
+        SnapshotCommittedEvent,
+        SuperstepStartedEvent,
+        ExecutorInvokedEvent,
+        ExecutorCompletedEvent,
+        SuperstepCompletedEvent,
+        SnapshotCommittedEvent,
+        SuperstepStartedEvent,
+        ExecutorInvokedEvent,
+        RequestInfoEvent,
+        ExecutorCompletedEvent,
+        SuperstepCompletedEvent,
+        SnapshotCommittedEvent,
+        WorkflowStatusEvent,
+    ]
+    assert result.status is RunStatus.AWAITING_RESPONSES
+    assert [type(e) for e in result.events] == kinds
+
+
+async def test_get_result_alone_drains_the_stream():
+    result = await build_factor().run(2, stream=True).get_result()
+    assert result.status is RunStatus.AWAITING_RESPONSES
+    assert len(result.checkpoint.snapshots) == 4
+
+
+class Progress(WorkflowEvent):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+
+class Loud(Executor):
+    @handler
+    async def go(self, n: int, ctx: WorkflowContext[int, str]) -> None:
+        await ctx.add_event(Progress(n))
+        await ctx.yield_output(f"done {n}")
+
+
+async def test_custom_events_and_outputs_are_streamed():
+    stream = WorkflowBuilder(start_executor=Loud(id="loud")).build().run(3, stream=True)
+    events = [e async for e in stream]
+    progress = [e.step for e in events if isinstance(e, Progress)]
+    outputs = [e.data for e in events if isinstance(e, OutputEvent)]
+    assert progress == [3] and outputs == ["done 3"]
+
+
+class Broken(Executor):
+    @handler
+    async def go(self, n: int, ctx: WorkflowContext) -> None:
+        raise ZeroDivisionError("division by zero")
+
+
+async def test_a_failing_stream_emits_the_failure_first_then_raises():
+    stream = WorkflowBuilder(start_executor=Broken(id="broken")).build().run(1, stream=True)
+    seen: list[WorkflowEvent] = []
+    with pytest.raises(WorkflowRunError) as caught:
+        async for event in stream:
+            seen.append(event)
+    assert isinstance(caught.value.__cause__, ZeroDivisionError)
+    failed = [e for e in seen if isinstance(e, WorkflowFailedEvent)]
+    assert len(failed) == 1 and failed[0].executor_id == "broken"
+    assert any(isinstance(e, ExecutorFailedEvent) for e in seen)
+    assert seen.index(failed[0]) < len(seen)
+    assert seen[-1] == WorkflowStatusEvent(RunStatus.FAILED)
+    with pytest.raises(WorkflowRunError):
+        await stream.get_result()
+
+
+class Ticker(Executor):
+    @handler
+    async def tick(self, n: int, ctx: WorkflowContext[int]) -> None:
+        await ctx.send_message(n + 1)
+
+
+async def test_closing_a_stream_between_supersteps_cancels_and_commits_nothing_more(storage):
+    ticker = Ticker(id="ticker")
+    workflow = WorkflowBuilder(start_executor=ticker).add_edge(ticker, ticker).build()
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)
+    stream = workflow.run(0, checkpoint=checkpoint, stream=True)
+    async for event in stream:
+        if isinstance(event, SnapshotCommittedEvent) and event.superstep == 2:
+            break
+    await stream.aclose()
+    result = await stream.get_result()
+    assert result.status is RunStatus.CANCELLED
+    assert [s.metadata["superstep"] for s in checkpoint.snapshots] == [0, 1, 2]
+    loaded = await storage.load(checkpoint.checkpoint_id)
+    assert loaded.head_snapshot_id == checkpoint.snapshots[-1].snapshot_id
+    again = workflow.run(checkpoint=loaded, stream=True)  # the guard was released
+    async for event in again:
+        if isinstance(event, SnapshotCommittedEvent):
+            assert event.superstep == 3
+            break
+    await again.aclose()
+
+
+class Slow(Executor):
+    def __init__(self, id: str, entered: asyncio.Event) -> None:
+        super().__init__(id)
+        self._entered = entered
+
+    @handler
+    async def go(self, n: int, ctx: WorkflowContext) -> None:
+        self._entered.set()
+        await asyncio.Event().wait()  # never finishes on its own
+
+
+async def test_closing_a_stream_mid_superstep_abandons_that_superstep():
+    entered = asyncio.Event()
+    workflow = WorkflowBuilder(start_executor=Slow(id="slow", entered=entered)).build()
+    stream = workflow.run(1, stream=True)
+    consumer = asyncio.ensure_future(stream.get_result())
+    await asyncio.wait_for(entered.wait(), timeout=10)
+    await stream.aclose()
+    consumer.cancel()
+    result = await stream.get_result()
+    assert result.status is RunStatus.CANCELLED
+    assert [s.metadata["boundary"] for s in result.checkpoint.snapshots] == ["input_accepted"]
