@@ -120,14 +120,19 @@ async def test_a_storage_error_propagates_as_itself_and_changes_nothing(make_sta
     )
 
 
-async def test_a_cancelled_commit_still_lands_in_memory_and_storage_together(make_state) -> None:
-    storage = GatedStorage()
-    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
-    commit = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
+async def cancel_in_flight(checkpoint: Checkpoint, storage: GatedStorage, state) -> None:
+    """Start a commit, cancel its caller while the storage call is held at the gate."""
+    commit = asyncio.create_task(checkpoint.commit_snapshot(state=state))
     await storage.entered.wait()
     commit.cancel()
     with pytest.raises(asyncio.CancelledError):
         await commit
+
+
+async def test_a_cancelled_commit_still_lands_in_memory_and_storage_together(make_state) -> None:
+    storage = GatedStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    await cancel_in_flight(checkpoint, storage, make_state(1))
     storage.gate.set()
     await storage.finished.wait()
     stored = await storage.load("run-1")
@@ -140,11 +145,7 @@ async def test_a_commit_after_a_cancelled_one_waits_for_it_and_does_not_conflict
 ) -> None:
     storage = GatedStorage()
     checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
-    cancelled = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
-    await storage.entered.wait()
-    cancelled.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await cancelled
+    await cancel_in_flight(checkpoint, storage, make_state(1))
     following = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(2)))
     storage.gate.set()
     second = await following
@@ -165,11 +166,7 @@ async def test_a_cancelled_commit_that_fails_in_storage_leaves_everything_unchan
 
     storage = GatedFailing()
     checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
-    commit = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
-    await storage.entered.wait()
-    commit.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await commit
+    await cancel_in_flight(checkpoint, storage, make_state(1))
     storage.gate.set()
     await storage.finished.wait()
     assert checkpoint.snapshots == [] and checkpoint.head_snapshot_id is None

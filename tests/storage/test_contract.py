@@ -29,6 +29,12 @@ async def branched(storage: CheckpointStorage, make_state, checkpoint_id: str = 
     return checkpoint, [first, second, third, fourth]
 
 
+async def loaded_twice(storage: CheckpointStorage, make_state) -> tuple[Checkpoint, Checkpoint]:
+    """One commit, then two independent objects loaded from the storage (two writers)."""
+    await Checkpoint("run-1", checkpoint_storage=storage).commit_snapshot(state=make_state(0))
+    return await storage.load("run-1"), await storage.load("run-1")
+
+
 async def test_load_returns_what_was_committed_attached_to_the_storage(
     checkpoint_storage, make_state
 ) -> None:
@@ -78,10 +84,7 @@ async def test_branches_and_head_survive_a_reload(open_checkpoint_storage, make_
 async def test_commit_with_a_stale_expected_head_raises_conflict_and_persists_nothing(
     checkpoint_storage, make_state
 ) -> None:
-    await Checkpoint("run-1", checkpoint_storage=checkpoint_storage).commit_snapshot(
-        state=make_state(0)
-    )
-    first, second = await checkpoint_storage.load("run-1"), await checkpoint_storage.load("run-1")
+    first, second = await loaded_twice(checkpoint_storage, make_state)
     stale = second.head_snapshot_id
     winner = await first.commit_snapshot(state=make_state(1))
     with pytest.raises(CheckpointConflictError) as caught:
@@ -98,10 +101,7 @@ async def test_commit_with_a_stale_expected_head_raises_conflict_and_persists_no
 async def test_refresh_then_commit_succeeds_after_a_conflict(
     checkpoint_storage, make_state
 ) -> None:
-    await Checkpoint("run-1", checkpoint_storage=checkpoint_storage).commit_snapshot(
-        state=make_state(0)
-    )
-    first, second = await checkpoint_storage.load("run-1"), await checkpoint_storage.load("run-1")
+    first, second = await loaded_twice(checkpoint_storage, make_state)
     winner = await first.commit_snapshot(state=make_state(1))
     with pytest.raises(CheckpointConflictError):
         await second.commit_snapshot(state=make_state(2))
@@ -248,10 +248,7 @@ async def test_commits_after_a_prune_still_persist(checkpoint_storage, make_stat
 async def test_two_objects_loaded_from_one_storage_share_the_run_guard(
     checkpoint_storage, make_state
 ) -> None:
-    await Checkpoint("run-1", checkpoint_storage=checkpoint_storage).commit_snapshot(
-        state=make_state()
-    )
-    first, second = await checkpoint_storage.load("run-1"), await checkpoint_storage.load("run-1")
+    first, second = await loaded_twice(checkpoint_storage, make_state)
     with active_run(first), pytest.raises(CheckpointInUseError):  # noqa: SIM117
         with active_run(second):
             pass
