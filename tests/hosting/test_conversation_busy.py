@@ -1,0 +1,145 @@
+"""One run per conversation: the in-process busy set, the session lease across hosts, streams.
+
+The first run is held on an explicit gate (an asyncio.Event the workflow awaits), never a sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from hosting_flows import Gate, build
+
+from checkflow.errors import ConversationBusyError
+from checkflow.hosting import WorkflowHost
+from checkflow.hosting._keys import ConversationKey
+from checkflow.workflows import RunStatus, WorkflowStatusEvent
+
+
+async def _held(host: WorkflowHost, gate: Gate, conversation: str = "c-1") -> asyncio.Task:
+    task = asyncio.create_task(host.run(conversation, message="hold"))
+    await gate.entered.wait()
+    return task
+
+
+async def test_a_second_run_on_a_busy_conversation_is_refused_at_once(
+    host: WorkflowHost, gate: Gate
+) -> None:
+    first = await _held(host, gate)
+    with pytest.raises(ConversationBusyError) as caught:
+        await host.run("c-1", message="again")
+    assert caught.value.retry_after >= 1
+    gate.release.set()
+    assert (await first).outputs == ["HOLD"]
+    assert gate.runs == 1
+
+
+async def test_twenty_simultaneous_requests_make_one_run_and_nineteen_refusals(
+    host: WorkflowHost, gate: Gate
+) -> None:
+    first = await _held(host, gate)
+    outcomes = await asyncio.gather(
+        *(host.run("c-1", message="hold") for _ in range(19)), return_exceptions=True
+    )
+    assert all(isinstance(o, ConversationBusyError) for o in outcomes)
+    gate.release.set()
+    await first
+    assert gate.runs == 1
+
+
+async def test_other_conversations_run_while_one_is_held(host: WorkflowHost, gate: Gate) -> None:
+    first = await _held(host, gate)
+    others = await asyncio.gather(*(host.run(f"c-{i}", message=f"m{i}") for i in range(2, 12)))
+    assert [o.outputs for o in others] == [[f"M{i}"] for i in range(2, 12)]
+    gate.release.set()
+    await first
+
+
+async def test_a_second_host_on_the_same_sessions_sees_the_lease(
+    file_host: WorkflowHost, gate: Gate
+) -> None:
+    other = WorkflowHost(
+        build(),
+        session_store=file_host.session_store,
+        checkpoint_storage=file_host.checkpoint_storage,
+    )
+    first = await _held(file_host, gate)
+    with pytest.raises(ConversationBusyError) as caught:
+        await other.run("c-1", message="again")
+    assert caught.value.retry_after > 1  # the lease's remaining time
+    gate.release.set()
+    await first
+    assert (await other.run("c-1", message="after")).outputs == ["AFTER"]
+
+
+async def _plant_lease(host: WorkflowHost, owner: str, expires_in: float) -> None:
+    """Write another host's lease into the conversation's session, as that host would."""
+    session = await host.session_store.get(ConversationKey(None, "c-1").session_id)
+    assert session is not None
+    session.state["lease"] = {"owner": owner, "expires_at": time.time() + expires_in}
+    await host.session_store.set(session)
+
+
+async def test_an_expired_lease_of_a_vanished_host_is_taken_over(file_host: WorkflowHost) -> None:
+    await file_host.run("c-1", message="one")
+    await _plant_lease(file_host, "dead-host", expires_in=-1)
+    assert (await file_host.run("c-1", message="two")).outputs == ["TWO"]
+
+
+async def test_a_live_lease_of_another_host_refuses_the_run(file_host: WorkflowHost) -> None:
+    await file_host.run("c-1", message="one")
+    await _plant_lease(file_host, "other-host", expires_in=60)
+    with pytest.raises(ConversationBusyError):
+        await file_host.run("c-1", message="two")
+
+
+async def test_the_conversation_is_free_again_after_a_refused_request(
+    host: WorkflowHost,
+) -> None:
+    with pytest.raises(ValueError):
+        await host.run("c-1", message="x", responses={"r": True})
+    await host.run("c-1", message="one")
+    with pytest.raises(Exception):  # noqa: B017 - any refusal; the point is what follows
+        await host.run("c-1", message="two", from_snapshot="missing")
+    assert (await host.run("c-1", message="three")).outputs == ["THREE"]
+
+
+async def test_a_stream_yields_events_then_the_result(host: WorkflowHost) -> None:
+    stream = await host.run("c-1", message="hi", stream=True)
+    events = [event async for event in stream]
+    result = await stream.get_result()
+    assert isinstance(events[-1], WorkflowStatusEvent)
+    assert result.outputs == ["HI"]
+    assert (await host.get_conversation("c-1")).resume_token == result.resume_token
+
+
+async def test_a_stream_holds_the_conversation_until_it_ends(host: WorkflowHost) -> None:
+    stream = await host.run("c-1", message="hi", stream=True)
+    with pytest.raises(ConversationBusyError):
+        await host.run("c-1", message="again")
+    await stream.get_result()
+    assert (await host.run("c-1", message="again")).outputs == ["AGAIN"]
+
+
+async def test_closing_a_stream_early_keeps_the_last_good_head_and_frees_it(
+    host: WorkflowHost, gate: Gate
+) -> None:
+    first = await host.run("c-1", message="one")
+    stream = await host.run("c-1", message="hold", stream=True)
+    iterator = aiter(stream)
+    await anext(iterator)
+    await stream.aclose()
+    state = await host.get_conversation("c-1")
+    assert state.resume_token == first.resume_token
+    assert state.outputs == ["ONE"]
+    gate.release.set()
+    assert (await host.run("c-1", message="two")).outputs == ["TWO"]
+
+
+async def test_a_failed_streamed_run_reports_failed(host: WorkflowHost) -> None:
+    stream = await host.run("c-1", message="boom", stream=True)
+    _ = [event async for event in stream]
+    result = await stream.get_result()
+    assert result.status is RunStatus.FAILED
+    assert (await host.run("c-1", message="fine")).outputs == ["FINE"]
