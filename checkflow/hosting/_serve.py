@@ -88,6 +88,7 @@ async def serve(
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(2048)  # connections queue from now on, so the printed URL already answers
     bound_port = sock.getsockname()[1]
     async with open_storage(storage) as stores:
         hosted: WorkflowHost | AgentHost
