@@ -1,0 +1,88 @@
+"""Real servers for the end-to-end tests: ``python -m checkflow serve`` on loopback.
+
+Each server is a separate process on port 0; its URL is read from the banner line it flushes
+once the socket is bound. Gates are marker files in a folder shared with the server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+class Server:
+    """One ``python -m checkflow serve`` process; ``url`` once it is listening."""
+
+    def __init__(self, target: str, storage: str, gates: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]),
+               "CHECKFLOW_E2E_GATES": str(gates)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "checkflow", "serve", target, "--port", "0",
+             "--storage", storage],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
+        )
+        assert self.process.stdout is not None
+        banner = self.process.stdout.readline()  # flushed once the socket is bound
+        if " on http://" not in banner:
+            self.stop()
+            raise RuntimeError(f"server did not start: {banner}{self.process.stdout.read()}")
+        self.url = banner.split(" on ", 1)[1].split()[0]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+class Gates:
+    """Marker-file gates: wait until a held run entered, then release it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def wait_entered(self, name: str, deadline: float = 60.0) -> None:
+        marker = self.folder / f"{name}.entered"
+        end = time.monotonic() + deadline
+        while not marker.exists():
+            if time.monotonic() > end:
+                raise TimeoutError(f"run {name!r} never reached its gate")
+            time.sleep(0.005)
+
+    def release(self, name: str) -> None:
+        (self.folder / f"{name}.release").write_text("go")
+
+
+@pytest.fixture
+def gates(tmp_path: Path) -> Gates:
+    folder = tmp_path / "gates"
+    folder.mkdir()
+    return Gates(folder)
+
+
+@pytest.fixture
+def start_server(tmp_path: Path, gates: Gates) -> Iterator[object]:
+    """``start_server(target, storage=...)`` -> a running Server, stopped after the test."""
+    servers: list[Server] = []
+
+    def start(target: str = "e2e_flows:workflow", storage: str | None = None) -> Server:
+        server = Server(target, storage or f"file:{tmp_path / 'store'}", gates.folder)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
