@@ -68,6 +68,7 @@ from checkflow.workflows import (
     ExecutorCompletedEvent,
     ExecutorFailedEvent,
     ExecutorInvokedEvent,
+    FunctionalContext,
     OutputEvent,
     PendingRequest,
     RequestCancelled,
@@ -81,6 +82,7 @@ from checkflow.workflows import (
     WorkflowBuilder,
     WorkflowContext,
     WorkflowEvent,
+    WorkflowExecutor,
     WorkflowFailedEvent,
     WorkflowRunResult,
     WorkflowRunStream,
@@ -89,12 +91,16 @@ from checkflow.workflows import (
     executor,
     handler,
     response_handler,
+    step,
+    workflow,
 )
 
 # -- agents (section owned by agents) --
 # isort: split
 from checkflow.agents import (
     Agent,
+    AgentExecutor,
+    AgentExecutorRequest,
     AgentResponse,
     AgentResponseUpdate,
     ChatMessage,
@@ -103,6 +109,7 @@ from checkflow.agents import (
     ScriptedAgent,
     TextContent,
     UserInputRequestContent,
+    WorkflowAgent,
 )
 
 # -- hosting (section owned by hosting) --
@@ -112,6 +119,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentError",
+    "AgentExecutor",
+    "AgentExecutorRequest",
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentServiceError",
@@ -141,6 +150,7 @@ __all__ = [
     "FileSessionStore",
     "FunctionCallContent",
     "FunctionResultContent",
+    "FunctionalContext",
     "GraphSignatureMismatchError",
     "HostingError",
     "InMemoryCheckpointStorage",
@@ -170,11 +180,13 @@ __all__ = [
     "UnsupportedFormatVersionError",
     "UserInputRequestContent",
     "Workflow",
+    "WorkflowAgent",
     "WorkflowBuilder",
     "WorkflowContext",
     "WorkflowConvergenceError",
     "WorkflowError",
     "WorkflowEvent",
+    "WorkflowExecutor",
     "WorkflowFailedEvent",
     "WorkflowRunError",
     "WorkflowRunResult",
@@ -190,4 +202,6 @@ __all__ = [
     "is_registered",
     "register_state_type",
     "response_handler",
+    "step",
+    "workflow",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from checkflow.agents._base import BaseAgent
+from checkflow.agents._executor import AgentExecutor, AgentExecutorRequest
 from checkflow.agents._messages import (
     AgentInput,
     ChatMessage,
@@ -22,12 +23,15 @@ from checkflow.agents._messages import (
 from checkflow.agents._protocol import Agent
 from checkflow.agents._scripted import ScriptedAgent
 from checkflow.agents._types import AgentResponse, AgentResponseUpdate
+from checkflow.agents._workflow_agent import WorkflowAgent
 
 if TYPE_CHECKING:
     from checkflow.agents._openai import OpenAIChatAgent
 
 __all__ = [
     "Agent",
+    "AgentExecutor",
+    "AgentExecutorRequest",
     "AgentInput",
     "AgentResponse",
     "AgentResponseUpdate",
@@ -41,6 +45,7 @@ __all__ = [
     "ScriptedAgent",
     "TextContent",
     "UserInputRequestContent",
+    "WorkflowAgent",
 ]
 
 

@@ -25,6 +25,8 @@ from checkflow.workflows._executor import (
     handler,
     response_handler,
 )
+from checkflow.workflows._functional import FunctionalContext, step, workflow
+from checkflow.workflows._nested import WorkflowExecutor
 from checkflow.workflows._results import (
     PendingRequest,
     RequestCancelled,
@@ -42,6 +44,7 @@ __all__ = [
     "ExecutorFailedEvent",
     "ExecutorInvokedEvent",
     "FunctionExecutor",
+    "FunctionalContext",
     "OutputEvent",
     "PendingRequest",
     "RequestCancelled",
@@ -55,6 +58,7 @@ __all__ = [
     "WorkflowBuilder",
     "WorkflowContext",
     "WorkflowEvent",
+    "WorkflowExecutor",
     "WorkflowFailedEvent",
     "WorkflowRunResult",
     "WorkflowRunStream",
@@ -63,4 +67,6 @@ __all__ = [
     "executor",
     "handler",
     "response_handler",
+    "step",
+    "workflow",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 from collections.abc import Coroutine, Mapping
-from typing import Any, Literal, get_args, get_origin, overload
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, overload
 
 from checkflow.checkpoints import Checkpoint, CheckpointStorage
 from checkflow.errors import WorkflowValidationError
@@ -22,6 +22,9 @@ from checkflow.workflows._results import WorkflowRunResult
 from checkflow.workflows._signature import graph_description, signature_hash
 from checkflow.workflows._stream import WorkflowRunStream
 from checkflow.workflows._typing import builtin_type, named_classes, type_name
+
+if TYPE_CHECKING:
+    from checkflow.agents import WorkflowAgent
 
 __all__ = ["Workflow"]
 
@@ -96,6 +99,18 @@ class Workflow:
             graph_signature_hash=self.graph_signature_hash,
             checkpoint_storage=checkpoint_storage,
         )
+
+    def as_agent(
+        self, *, name: str | None = None, checkpoint_storage: CheckpointStorage | None = None
+    ) -> WorkflowAgent:
+        """This workflow as an ``Agent`` whose sessions hold its checkpoints (``WorkflowAgent``).
+
+        With ``checkpoint_storage`` a session keeps a ``CheckpointReference``; without, the
+        whole checkpoint. (Imported lazily: workflows never import agents at import time.)
+        """
+        from checkflow.agents._workflow_agent import WorkflowAgent
+
+        return WorkflowAgent(self, name=name, checkpoint_storage=checkpoint_storage)
 
     @overload
     def run(

@@ -1,0 +1,119 @@
+"""``AgentExecutor``: an agent as a workflow node, its session kept in the run's state.
+
+The executor object is a definition shared by every run. The agent's ``AgentSession`` lives
+at ``ctx.executor_state["session"]`` (so in ``executor_states[<id>]["session"]`` of every
+snapshot) and user-input requests the agent raises become workflow requests. This module must
+never keep a session, a pending answer or any other per-run value on the executor or the agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkflow.agents._messages import (
+    ChatMessage,
+    FunctionResultContent,
+    UserInputRequestContent,
+    normalize_messages,
+)
+from checkflow.agents._protocol import Agent
+from checkflow.agents._types import AgentResponse
+from checkflow.sessions import AgentSession
+from checkflow.state import register_state_type
+from checkflow.workflows import Executor, WorkflowContext, handler, response_handler
+
+__all__ = ["AgentExecutor", "AgentExecutorRequest"]
+
+_SESSION = "session"
+_AWAITING = "awaiting"  # request ids the agent asked and that are not all answered yet
+_ANSWERS = "answers"  # request id -> answer, collected until every awaited one is in
+
+
+@register_state_type(type_id="checkflow.AgentExecutorRequest")
+@dataclass(frozen=True, slots=True)
+class AgentExecutorRequest:
+    """Explicit input for an ``AgentExecutor``: the messages to send the agent this turn."""
+
+    messages: list[ChatMessage] = field(default_factory=list)
+
+
+AgentExecutorInput = str | ChatMessage | list[ChatMessage] | AgentExecutorRequest | AgentResponse
+
+
+class AgentExecutor(Executor):
+    """Runs ``agent`` on each message it receives and sends the ``AgentResponse`` on.
+
+    Input is a str, a ``ChatMessage``, a ``list[ChatMessage]``, an ``AgentExecutorRequest``
+    or an upstream agent's ``AgentResponse`` (its messages continue the conversation). The
+    session is taken from ``ctx.executor_state["session"]`` (created on first use) and stored
+    back after the turn. When the agent answers with ``UserInputRequestContent``s, each becomes
+    ``ctx.request_info(...)`` under the content's ``request_id``; once all are answered the
+    agent gets them as ``FunctionResultContent``s and its reply is sent on. With
+    ``output_response=True`` each reply is also yielded as a workflow output.
+    """
+
+    def __init__(self, agent: Agent, *, id: str | None = None, output_response: bool = False):
+        super().__init__(id if id is not None else agent.name)
+        self._agent = agent
+        self._output_response = output_response
+
+    @property
+    def agent(self) -> Agent:
+        """The agent this executor runs (a definition: it keeps no per-run state)."""
+        return self._agent
+
+    def signature_extra(self) -> dict[str, Any]:
+        return {"agent": self._agent.name, "output_response": self._output_response}
+
+    @handler
+    async def on_input(
+        self, message: AgentExecutorInput, ctx: WorkflowContext[AgentResponse, AgentResponse]
+    ) -> None:
+        """Take one turn of the conversation with ``message``."""
+        await self._turn(_to_messages(message), ctx)
+
+    @response_handler
+    async def on_user_input(
+        self,
+        request: UserInputRequestContent,
+        answer: Any,
+        ctx: WorkflowContext[AgentResponse, AgentResponse],
+    ) -> None:
+        """Collect an answer; once every awaited request is answered, resume the agent."""
+        state = ctx.executor_state
+        answers: dict[str, Any] = state.setdefault(_ANSWERS, {})
+        answers[request.request_id] = answer
+        awaiting: list[str] = state.get(_AWAITING, [])
+        if any(rid not in answers for rid in awaiting):
+            return
+        results = [FunctionResultContent(rid, answers[rid]) for rid in awaiting]
+        del state[_AWAITING], state[_ANSWERS]
+        await self._turn([ChatMessage("tool", results)], ctx)
+
+    async def _turn(
+        self, messages: list[ChatMessage], ctx: WorkflowContext[AgentResponse, AgentResponse]
+    ) -> None:
+        state = ctx.executor_state
+        session = state.get(_SESSION)
+        if not isinstance(session, AgentSession):
+            session = self._agent.create_session()
+        response = await self._agent.run(messages, session=session)
+        state[_SESSION] = session
+        requests = response.user_input_requests
+        if requests:
+            state[_AWAITING] = [r.request_id for r in requests]
+            for request in requests:
+                await ctx.request_info(request, response_type=Any, request_id=request.request_id)
+            return
+        await ctx.send_message(response)
+        if self._output_response:
+            await ctx.yield_output(response)
+
+
+def _to_messages(message: AgentExecutorInput) -> list[ChatMessage]:
+    if isinstance(message, AgentExecutorRequest):
+        return list(message.messages)
+    if isinstance(message, AgentResponse):
+        return list(message.messages)
+    return normalize_messages(message)

@@ -1,0 +1,172 @@
+"""``WorkflowAgent``: a workflow behind the ``Agent`` protocol, its checkpoint in the session.
+
+``session.state["checkpoint"]`` holds the workflow's checkpoint: a ``CheckpointReference`` when
+the agent has a ``checkpoint_storage`` (swapped for ``await storage.load(...)`` before a run,
+since the codec is synchronous and knows no storage), else the unattached ``Checkpoint`` itself,
+encoded whole. Pending requests travel as ``FunctionCallContent(name="request_info")`` and are
+answered by ``FunctionResultContent``s. This module must never keep a checkpoint or a
+conversation on the agent or the workflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from checkflow.agents._base import BaseAgent, append_history
+from checkflow.agents._messages import (
+    ChatMessage,
+    FunctionCallContent,
+    FunctionResultContent,
+    UserInputRequestContent,
+)
+from checkflow.agents._types import AgentResponse
+from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
+from checkflow.errors import AgentError, WorkflowValidationError
+from checkflow.sessions import AgentSession
+from checkflow.state import is_registered, register_state_type
+
+if TYPE_CHECKING:
+    from checkflow.workflows import Workflow, WorkflowRunResult
+
+__all__ = ["CHECKPOINT_KEY", "REQUEST_INFO", "WorkflowAgent"]
+
+CHECKPOINT_KEY: Final = "checkpoint"
+"""``session.state[CHECKPOINT_KEY]`` is the conversation's workflow checkpoint (or reference)."""
+
+REQUEST_INFO: Final = "request_info"
+"""The function name under which pending workflow requests are surfaced."""
+
+
+def _checkpoint_from_bytes(data: bytes) -> Checkpoint:
+    return Checkpoint.from_bytes(data, "msgpack", source="session state")
+
+
+if not is_registered(CheckpointReference):  # the hosts register it the same way
+    register_state_type(CheckpointReference, type_id="checkflow.CheckpointReference")
+if not is_registered(Checkpoint):
+    register_state_type(
+        Checkpoint,
+        type_id="checkflow.Checkpoint",
+        encoder=lambda checkpoint: checkpoint.to_bytes("msgpack"),
+        decoder=_checkpoint_from_bytes,
+    )
+
+
+class WorkflowAgent(BaseAgent):
+    """Runs ``workflow`` as an agent: ``run(messages, session=...)`` is one workflow run.
+
+    Messages go to the start executor as a ``list[ChatMessage]``; workflow outputs come back
+    as assistant messages (an ``AgentResponse`` output contributes its messages). A run whose
+    messages carry ``FunctionResultContent``s answers the pending requests with those call
+    ids instead. A failed run leaves the session as it was, so the next run starts from the
+    last good turn.
+    """
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        *,
+        name: str | None = None,
+        checkpoint_storage: CheckpointStorage | None = None,
+    ) -> None:
+        super().__init__(name if name is not None else workflow.name)
+        start = workflow.start_executor_id
+        if workflow._specs[start].find_handler([ChatMessage("user", "")]) is None:
+            raise WorkflowValidationError(
+                f"workflow {workflow.name!r} cannot be an agent: its start executor {start!r} "
+                "has no handler for list[ChatMessage]"
+            )
+        self._workflow = workflow
+        self._storage = checkpoint_storage
+
+    @property
+    def workflow(self) -> Workflow:
+        """The workflow this agent runs (a definition, shared by every session)."""
+        return self._workflow
+
+    @property
+    def checkpoint_storage(self) -> CheckpointStorage | None:
+        """Where new conversations' checkpoints are persisted (``None``: kept in the session)."""
+        return self._storage
+
+    async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
+        checkpoint = await self._checkpoint(session)
+        good_head = checkpoint.head_snapshot_id
+        contents = [c for m in messages for c in m.contents]
+        answers = [c for c in contents if isinstance(c, FunctionResultContent)]
+        try:
+            if answers:
+                if len(answers) != len(contents):
+                    raise AgentError(
+                        f"agent {self.name!r}: send the answers to pending requests "
+                        "(FunctionResultContent) in a run of their own"
+                    )
+                responses = {a.call_id: a.result for a in answers}
+                result = await self._workflow.run(responses=responses, checkpoint=checkpoint)
+            else:
+                result = await self._workflow.run(messages, checkpoint=checkpoint)
+        except Exception:
+            if checkpoint.checkpoint_storage is None and good_head is not None:
+                checkpoint.restart_from(good_head)  # the session keeps its last good turn
+            raise
+        session.state[CHECKPOINT_KEY] = (
+            checkpoint if checkpoint.checkpoint_storage is None else checkpoint.reference()
+        )
+        reply = _reply(result)
+        append_history(session, [*messages, *reply])
+        return AgentResponse(messages=reply, author_name=self.name)
+
+    async def _checkpoint(self, session: AgentSession) -> Checkpoint:
+        """The session's checkpoint: created, taken as is, or loaded from its reference."""
+        held = session.state.get(CHECKPOINT_KEY)
+        if held is None:
+            return self._workflow.create_checkpoint(checkpoint_storage=self._storage)
+        if isinstance(held, Checkpoint):
+            return held
+        if not isinstance(held, CheckpointReference):
+            raise AgentError(
+                f"session {session.session_id!r}: state[{CHECKPOINT_KEY!r}] holds a "
+                f"{type(held).__name__}, not a Checkpoint or CheckpointReference"
+            )
+        if self._storage is None:
+            raise AgentError(
+                f"session {session.session_id!r} references checkpoint {held.checkpoint_id!r} "
+                f"in a storage, but agent {self.name!r} has no checkpoint_storage"
+            )
+        checkpoint = await self._storage.load(held.checkpoint_id)
+        seen = held.head_snapshot_id
+        if seen is not None and seen != checkpoint.head_snapshot_id:
+            checkpoint.restart_from(seen)  # continue from the session's last good turn
+        return checkpoint
+
+
+def _reply(result: WorkflowRunResult) -> list[ChatMessage]:
+    """The run's outputs as assistant messages, then one message calling ``request_info``."""
+    messages = [m for output in result.get_outputs() for m in _as_messages(output)]
+    calls = [
+        FunctionCallContent(request_id, REQUEST_INFO, _arguments(request.data))
+        for request_id, request in result.pending_requests.items()
+    ]
+    if calls:
+        messages.append(ChatMessage("assistant", calls))
+    return messages
+
+
+def _as_messages(output: Any) -> list[ChatMessage]:
+    if isinstance(output, AgentResponse):
+        return list(output.messages)
+    if isinstance(output, ChatMessage):
+        return [output]
+    if isinstance(output, list) and all(isinstance(m, ChatMessage) for m in output):
+        return list(output)
+    return [ChatMessage("assistant", output if isinstance(output, str) else str(output))]
+
+
+def _arguments(data: Any) -> dict[str, Any]:
+    """Request data as call arguments: a str-keyed mapping as is, else ``{"data": data}``."""
+    if isinstance(data, UserInputRequestContent):
+        return _arguments(data.data)
+    if isinstance(data, Mapping) and all(isinstance(k, str) for k in data):
+        return dict(data)
+    return {"data": data}

@@ -1,0 +1,134 @@
+"""``WorkflowExecutor``: a whole workflow as one node of another, its state in the parent's.
+
+Each delivery runs the child on a throwaway in-memory checkpoint hydrated from
+``ctx.executor_state["workflow"]`` (the child's complete four buckets) and stores the child's
+final state back there, so the child lives inside the parent's snapshots and nowhere else.
+Child outputs are sent on as messages; child requests surface as parent requests under
+``<executor id>/<child request id>`` and their answers are routed back. This module must never
+keep a child checkpoint, a run or a request on the executor, and never persist anything itself.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
+from checkflow.workflows._context import WorkflowContext
+from checkflow.workflows._executor import Executor
+from checkflow.workflows._results import RequestCancelled
+
+if TYPE_CHECKING:
+    from checkflow.workflows._workflow import Workflow
+
+__all__ = ["WorkflowExecutor", "handler_function", "union_of"]
+
+_CHILD = "workflow"  # the child's four buckets
+_SURFACED = "requests"  # child request ids already surfaced as parent requests
+
+HandlerFunctions = list[tuple[str, str, Callable[..., Any]]]
+
+
+def handler_function(
+    fn: Callable[..., Awaitable[None]], **annotations: Any
+) -> Callable[..., Awaitable[None]]:
+    """Give a per-instance handler closure the annotations the engine reads.
+
+    Executors whose accepted types depend on what they wrap (a child workflow, a function)
+    build their handlers at construction and return them from ``_handler_functions``.
+    """
+    fn.__annotations__ = {**annotations, "return": None}
+    return fn
+
+
+def union_of(types: typing.Iterable[Any]) -> Any:
+    """``A | B | ...`` of ``types`` (``typing.Any`` if one of them is, or if there are none)."""
+    found = tuple(dict.fromkeys(types))
+    if not found or typing.Any in found:
+        return typing.Any
+    return typing.Union[found]  # noqa: UP007 - built from a runtime tuple
+
+
+class WorkflowExecutor(Executor):
+    """Runs ``workflow`` as a child inside a superstep of the workflow it is part of.
+
+    It accepts what the child's start executor accepts. The child's graph signature is part of
+    the parent's, so changing the child's topology invalidates the parent's checkpoints.
+    """
+
+    def __init__(self, workflow: Workflow, *, id: str | None = None) -> None:
+        super().__init__(id if id is not None else workflow.name)
+        self._workflow = workflow
+        child_specs = workflow._specs
+        self._input_type = union_of(child_specs[workflow.start_executor_id].input_types)
+        answers = [h.input_type for s in child_specs.values() for h in s.response_handlers]
+        self._response_type = union_of([*answers, RequestCancelled]) if answers else None
+
+    @property
+    def workflow(self) -> Workflow:
+        """The child workflow (a definition, shared by every run)."""
+        return self._workflow
+
+    def signature_extra(self) -> dict[str, Any]:
+        return {"workflow": self._workflow.name, "signature": self._workflow.graph_signature_hash}
+
+    def _handler_functions(self) -> HandlerFunctions:
+        async def run_child(message: Any, ctx: WorkflowContext[Any, Any]) -> None:
+            await self._run_child(ctx, message=message)
+
+        found: HandlerFunctions = [
+            ("message", "run_child", handler_function(run_child, message=self._input_type))
+        ]
+        if self._response_type is not None:
+
+            async def answer_child(
+                request: Any, answer: Any, ctx: WorkflowContext[Any, Any]
+            ) -> None:
+                request_id = ctx.request_id
+                prefix = f"{self.id}/"
+                if request_id is None or not request_id.startswith(prefix):
+                    raise RuntimeError(f"{request_id!r} is not a request of executor {self.id!r}")
+                await self._run_child(ctx, responses={request_id[len(prefix) :]: answer})
+
+            responder = handler_function(answer_child, request=Any, answer=self._response_type)
+            found.append(("response", "answer_child", responder))
+        return found
+
+    async def _run_child(
+        self,
+        ctx: WorkflowContext[Any, Any],
+        *,
+        message: Any = None,
+        responses: dict[str, Any] | None = None,
+    ) -> None:
+        state = ctx.executor_state
+        checkpoint = self._child_checkpoint(state.get(_CHILD))
+        result = await self._workflow.run(message, checkpoint=checkpoint, responses=responses)
+        head = checkpoint.head_snapshot
+        assert head is not None  # the child accepted input, so it committed
+        state[_CHILD] = head.state
+        for output in result.get_outputs():
+            await ctx.send_message(output)
+        surfaced = set(state.get(_SURFACED, ()))
+        for child_id, request in result.pending_requests.items():
+            if child_id not in surfaced:
+                await ctx.request_info(
+                    request.data,
+                    response_type=request.response_type,
+                    request_id=f"{self.id}/{child_id}",
+                )
+        state[_SURFACED] = sorted(result.pending_requests)
+
+    def _child_checkpoint(self, child_state: dict[str, Any] | None) -> Checkpoint:
+        """A throwaway, unattached checkpoint whose only snapshot is the child's stored state."""
+        snapshots = []
+        if child_state is not None:
+            snapshots.append(CheckpointSnapshot(state=child_state, metadata={"boundary": "nested"}))
+        return Checkpoint(
+            f"{self.id}/child",
+            workflow_name=self._workflow.name,
+            graph_signature_hash=self._workflow.graph_signature_hash,
+            snapshots=snapshots,
+            head_snapshot_id=snapshots[0].snapshot_id if snapshots else None,
+        )
