@@ -11,6 +11,7 @@ from checkflow.checkpoints._protocol import CheckpointStorage
 from checkflow.checkpoints._snapshot import (
     FORMAT_VERSION,
     CheckpointSnapshot,
+    EncodedPart,
     Format,
     SnapshotRecord,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "CheckpointReference",
     "CheckpointSnapshot",
     "CheckpointStorage",
+    "EncodedPart",
     "Format",
     "SnapshotRecord",
     "active_run",

@@ -26,6 +26,7 @@ __all__ = [
     "FORMAT_VERSION",
     "STATE_BUCKETS",
     "CheckpointSnapshot",
+    "EncodedPart",
     "Format",
     "SnapshotRecord",
     "check_state_shape",
@@ -80,6 +81,26 @@ def check_state_shape(state: Mapping[str, Any]) -> None:
         )
 
 
+class EncodedPart:
+    """A state part already encoded by ``checkflow.state.encode``, committed as it is.
+
+    For a caller that knows a part did not change since a snapshot it holds (the engine reuses
+    the head record's bytes for untouched parts), so a commit encodes only what changed. The
+    bytes are trusted: pass only what the codec produced.
+    """
+
+    __slots__ = ("data", "format")
+
+    def __init__(self, data: bytes, format: Format) -> None:
+        self.data = data
+        self.format = format
+
+    def reencoded(self, fmt: Format) -> bytes:
+        if fmt == self.format:
+            return self.data
+        return codec.encode(codec.decode(self.data, format=self.format), format=fmt)
+
+
 def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, bytes]]:
     parts: dict[str, dict[str, bytes]] = {}
     for bucket in STATE_BUCKETS:
@@ -87,6 +108,9 @@ def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, 
         for key, value in state[bucket].items():
             if not isinstance(key, str):
                 raise TypeError(f"snapshot state[{bucket!r}] keys must be str, got {key!r}")
+            if type(value) is EncodedPart:
+                encoded[key] = value.reencoded(fmt)
+                continue
             encoded[key] = codec.encode(value, format=fmt, path=f"{bucket}.{key}")
         parts[bucket] = encoded
     return parts
