@@ -40,7 +40,7 @@ from checkflow.workflows._executor import ExecutorSpec, HandlerSpec
 from checkflow.workflows._responses import accept_responses
 from checkflow.workflows._results import PendingRequest, RunStatus, WorkflowRunResult
 from checkflow.workflows._routing import route
-from checkflow.workflows._runstate import RunState
+from checkflow.workflows._runstate import INPUT, OUTPUT, SHARED, RunState
 from checkflow.workflows._typing import type_name
 
 if TYPE_CHECKING:
@@ -87,9 +87,7 @@ class Runner:
         with active_run(checkpoint):
             self._check_signature()
             head = checkpoint.head_snapshot
-            self._run = RunState.hydrate(
-                None if head is None else head.state, self._wf.resolve_type,
-                checkpoint.checkpoint_id)
+            self._run = RunState.hydrate(head, self._wf.resolve_type, checkpoint.checkpoint_id)
             await self.emit(WorkflowStartedEvent(checkpoint.checkpoint_id))
             if not await self._accept_input(head is None):
                 return await self._finish(self._run.settled_status())
@@ -125,6 +123,7 @@ class Runner:
         if self._responses is not None:
             accepted = await accept_responses(self._wf, run, self._responses, self.emit)
             run.inputs.append({"kind": "responses", "data": accepted})
+            run.touch(*INPUT)
         elif self._message is not None:
             start = self._wf.start_executor_id
             if self._handler(self._wf._specs[start], self._message) is None:
@@ -132,6 +131,7 @@ class Runner:
                     f"the start executor {start!r} has no handler for a "
                     f"{type_name(type(self._message))} message")
             run.inputs.append({"kind": "message", "data": self._message})
+            run.touch(*INPUT)
             run.deliveries.append(
                 {"kind": "message", "source": None, "target": start, "data": self._message})
         elif empty:
@@ -169,6 +169,7 @@ class Runner:
             await self._invoke_concurrently(by_target, number)
         await self._route_outboxes()
         if self._staged:
+            run.touch(*SHARED)
             run.shared.update(self._staged)
             self._staged = {}
         run.superstep = number
@@ -244,6 +245,7 @@ class Runner:
             except asyncio.CancelledError:
                 await asyncio.wait([task])
                 raise
+        run.remember(snapshot.record)
         await self.emit(SnapshotCommittedEvent(
             snapshot.snapshot_id, snapshot.parent_snapshot_id, boundary, run.superstep))
 
@@ -280,6 +282,7 @@ class Runner:
 
     @property
     def shared_state(self) -> dict[str, Any]:
+        self._run.touch(*SHARED)  # what a handler reads it may change in place
         return self._run.shared
 
     async def emit(self, event: WorkflowEvent) -> None:
@@ -288,6 +291,7 @@ class Runner:
             await self._sink(event)
 
     def executor_state(self, executor_id: str) -> dict[str, Any]:
+        self._run.touch("executor_states", executor_id)
         state = self._run.executors.get(executor_id)
         if state is None:
             state = self._run.executors[executor_id] = {}
@@ -308,6 +312,7 @@ class Runner:
 
     async def output(self, source_id: str, value: Any) -> None:
         self._run.outputs.append(value)
+        self._run.touch(*OUTPUT)
         self._outputs.append(value)
         await self.emit(OutputEvent(source_id, value))
 

@@ -10,6 +10,10 @@ A ``RunState`` is hydrated from ONE decoded head snapshot and exported whole at 
   along the lineage) and ``pending`` = ``{"messages": [deliveries for the next superstep],
   "requests": {request_id: request}}``.
 
+Only what changed is encoded again: the bytes of every part of the last snapshot are kept,
+and a part nobody touched since (``touch()`` marks what handlers or routing reached) is handed
+to the commit as an ``EncodedPart``.
+
 This module must never touch a checkpoint, a storage or the definition objects.
 """
 
@@ -18,11 +22,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from checkflow.checkpoints import CheckpointSnapshot, EncodedPart, SnapshotRecord
 from checkflow.errors import CorruptCheckpointError
 from checkflow.workflows._results import PendingRequest, RunStatus
 from checkflow.workflows._typing import type_name
 
 __all__ = ["RunState"]
+
+Part = tuple[str, str]
+SHARED: Part = ("workflow_state", "shared_state")
+INPUT: Part = ("messages", "input")
+OUTPUT: Part = ("messages", "output")
+_ALWAYS_FRESH = frozenset(
+    {("workflow_state", "status"), ("workflow_state", "superstep"), ("messages", "pending")})
 
 
 class RunState:
@@ -30,10 +42,12 @@ class RunState:
 
     __slots__ = (
         "deliveries",
+        "dirty",
         "edges",
         "executors",
         "inputs",
         "outputs",
+        "parts",
         "requests",
         "shared",
         "status",
@@ -50,17 +64,42 @@ class RunState:
         self.outputs: list[Any] = []
         self.deliveries: list[dict[str, Any]] = []
         self.requests: dict[str, PendingRequest] = {}
+        self.parts: dict[Part, EncodedPart] = {}
+        self.dirty: set[Part] = set()
+
+    def touch(self, bucket: str, key: str) -> None:
+        """Mark a part as possibly changed: the next commit encodes it again."""
+        self.dirty.add((bucket, key))
+
+    def remember(self, record: SnapshotRecord) -> None:
+        """Keep a committed (or loaded) snapshot's part bytes for reuse; nothing is dirty."""
+        fmt = record.format
+        self.parts = {
+            (bucket, key): EncodedPart(data, fmt)
+            for bucket, encoded in record.parts.items()
+            for key, data in encoded.items()
+            if (bucket, key) not in _ALWAYS_FRESH
+        }
+        self.dirty.clear()
+
+    def _part(self, bucket: str, key: str, value: Any) -> Any:
+        part = (bucket, key)
+        if part in self.dirty:
+            return value
+        return self.parts.get(part, value)
 
     @classmethod
-    def hydrate(cls, state: dict[str, Any] | None, resolve: Callable[[str], Any],
+    def hydrate(cls, head: CheckpointSnapshot | None, resolve: Callable[[str], Any],
                 checkpoint_id: str) -> RunState:
-        """Build from a decoded snapshot state (``None``: a fresh checkpoint).
+        """Build from the head snapshot, decoded once (``None``: a fresh checkpoint).
 
         ``resolve`` turns a stored response-type name back into the type object.
         """
         run = cls()
-        if state is None:
+        if head is None:
             return run
+        state = head.state
+        run.remember(head.record)
         try:
             wf = state["workflow_state"]
             run.status = RunStatus(wf["status"])
@@ -83,21 +122,25 @@ class RunState:
 
     def export(self) -> dict[str, Any]:
         """The four buckets, referencing the live objects (the commit encodes them at once)."""
+        part = self._part
         return {
             "workflow_state": {
                 "status": self.status.value,
                 "superstep": self.superstep,
-                "shared_state": self.shared,
+                "shared_state": part(*SHARED, self.shared),
             },
-            "executor_states": self.executors,
-            "edge_states": self.edges,
+            "executor_states": {
+                key: part("executor_states", key, value) for key, value in self.executors.items()
+            },
+            "edge_states": {
+                key: part("edge_states", key, value) for key, value in self.edges.items()},
             "messages": {
-                "input": self.inputs,
+                "input": part(*INPUT, self.inputs),
                 "pending": {
                     "messages": self.deliveries,
                     "requests": {rid: _request_to_state(r) for rid, r in self.requests.items()},
                 },
-                "output": self.outputs,
+                "output": part(*OUTPUT, self.outputs),
             },
         }
 

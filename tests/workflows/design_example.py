@@ -49,9 +49,9 @@ async def main() -> None:
     storage = FileCheckpointStorage("./checkpoints")
     checkpoint = workflow.create_checkpoint(
         checkpoint_id="factor-run-123", checkpoint_storage=storage
-    )  # noqa: E501
+    )
 
-    result = await workflow.run(10, checkpoint=checkpoint)  # entry + one snapshot per superstep  # noqa: E501
+    result = await workflow.run(10, checkpoint=checkpoint)  # entry + one snapshot per superstep
     assert result.status is RunStatus.AWAITING_RESPONSES
     (request_id,) = result.pending_requests
 

@@ -1,0 +1,238 @@
+"""Benchmark: the workflow engine on W1-W4, against agent-framework and LangGraph.
+
+Prints µs per superstep, bytes per snapshot, ms, and checkflow's ratio to each peer
+(peer / checkflow: above 1 means checkflow is faster or smaller). Asserts nothing; the
+targets are in the engine issue (W1 <= 150 µs one-shot, <= 600 µs durable; W2 <= 1.5 ms and
+<= 8 KiB per unchanged snapshot; W4 <= 10 ms).
+
+Workloads (shared with ``bench/_peers_engine.py``, which times the peers):
+
+- W1: start -> worker self-loop of 1,000 supersteps: one-shot (no checkpoint: commits go to
+  the unattached in-memory checkpoint), in-memory storage, file storage.
+- W2: 200 supersteps carrying the ~100 KB ``make_shared_state()`` in shared state, written
+  once by the start step and unchanged after; file storage: µs per superstep, bytes per
+  snapshot on disk.
+- W3: 100 concurrent 10-step runs on ONE workflow, each with its own in-memory checkpoint.
+- W4: a file-backed run with the W2 state stopped after 100 supersteps with work pending; ms
+  to load it from file and finish one more superstep (commit included).
+
+Run it:
+
+    .venv/bin/python bench/engine.py [--quick] [--no-peers]
+
+The peers live ONLY in a separate venv (never in .venv), set up once with:
+
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install -r bench/requirements-peers.txt -e .
+
+When this interpreter cannot import a peer, the peers are measured by
+``.venv-bench/bin/python bench/_peers_engine.py --json`` in a subprocess; a peer that cannot be
+imported there either is skipped with a message. This script never asserts on speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _peers_engine beside us
+
+from _peers_engine import (
+    KEYS,
+    Sizes,
+    make_shared_state,
+    measure_peer_workloads,
+    peer_versions,
+    run_peer_workloads_in,
+)
+
+from checkflow.checkpoints import CheckpointStorage
+from checkflow.errors import WorkflowConvergenceError
+from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
+from checkflow.workflows import (
+    Executor,
+    Workflow,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+)
+
+Figures = dict[str, float | None]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Start(Executor):
+    """Puts the payload (if any) in shared state once, then starts the loop."""
+
+    def __init__(self, id: str, payload: Any = None) -> None:
+        super().__init__(id)
+        self._payload = payload
+
+    @handler
+    async def begin(self, n: int, ctx: WorkflowContext[int]) -> None:
+        if self._payload is not None:
+            ctx.set_state("payload", self._payload)
+        await ctx.send_message(n)
+
+
+class Worker(Executor):
+    """Sends ``n - 1`` to itself until 0."""
+
+    @handler
+    async def step(self, n: int, ctx: WorkflowContext[int]) -> None:
+        if n > 0:
+            await ctx.send_message(n - 1)
+
+
+def build(payload: Any = None, max_iterations: int = 10_000) -> Workflow:
+    start, worker = Start(id="start", payload=payload), Worker(id="worker")
+    return (WorkflowBuilder(start_executor=start, name="bench", max_iterations=max_iterations)
+            .add_edge(start, worker).add_edge(worker, worker).build())
+
+
+def message_for(steps: int) -> int:
+    """The start message that makes a run last exactly ``steps`` supersteps."""
+    return steps - 2
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+async def loop(mode: str, steps: int, payload: Any, workdir: Path) -> Figures:
+    """One timed run of ``steps`` supersteps; µs per superstep and bytes per snapshot."""
+    workflow = build(payload)
+    storage: CheckpointStorage | None = {
+        "none": None,
+        "memory": InMemoryCheckpointStorage(),
+        "durable": FileCheckpointStorage(workdir / "checkpoints"),
+    }[mode]
+    checkpoint = None if storage is None else workflow.create_checkpoint(
+        checkpoint_storage=storage)
+    began = time.perf_counter()
+    result = await workflow.run(message_for(steps), checkpoint=checkpoint)
+    seconds = time.perf_counter() - began
+    snapshots = len(result.checkpoint.snapshots)
+    assert snapshots == steps + 1, snapshots
+    stored = folder_bytes(workdir / "checkpoints") if mode == "durable" else None
+    return {"us": seconds / steps * 1e6,
+            "bytes_per_snapshot": None if stored is None else stored / snapshots}
+
+
+async def concurrent(runs: int, steps: int) -> Figures:
+    workflow, storage = build(), InMemoryCheckpointStorage()
+    checkpoints = [workflow.create_checkpoint(checkpoint_storage=storage) for _ in range(runs)]
+    began = time.perf_counter()
+    await asyncio.gather(*(workflow.run(message_for(steps), checkpoint=cp)
+                           for cp in checkpoints))
+    return {"W3_ms": (time.perf_counter() - began) * 1e3}
+
+
+async def resume_after(steps: int, payload: Any, workdir: Path) -> Figures:
+    storage = FileCheckpointStorage(workdir / "checkpoints")
+    first = build(payload, max_iterations=steps)
+    checkpoint = first.create_checkpoint(checkpoint_id="w4", checkpoint_storage=storage)
+    with contextlib.suppress(WorkflowConvergenceError):  # stops after `steps`, work pending
+        await first.run(10 * steps, checkpoint=checkpoint)
+    rebuilt = build(payload, max_iterations=1)  # same graph: same signature
+    began = time.perf_counter()
+    fresh = FileCheckpointStorage(workdir / "checkpoints")
+    loaded = await fresh.load("w4")
+    with contextlib.suppress(WorkflowConvergenceError):  # one more superstep, committed
+        await rebuilt.run(checkpoint=loaded)
+    seconds = time.perf_counter() - began
+    assert loaded.head_snapshot is not None
+    assert loaded.head_snapshot.metadata["superstep"] == steps + 1
+    return {"W4_ms": seconds * 1e3}
+
+
+async def repeat(times: int, once: Callable[[Path], Awaitable[Figures]]) -> Figures:
+    samples = []
+    for _ in range(times):
+        with tempfile.TemporaryDirectory(prefix="checkflow-bench-") as tmp:
+            samples.append(await once(Path(tmp)))
+    return {k: statistics.median(s[k] for s in samples) if samples[0][k] is not None else None
+            for k in samples[0]}
+
+
+async def measure_checkflow(sizes: Sizes) -> Figures:
+    state = make_shared_state()
+    figures: Figures = dict.fromkeys(KEYS)
+    await repeat(1, lambda d: loop("none", 3, None, d))  # warm up
+    for mode in ("none", "memory", "durable"):
+        w1 = await repeat(sizes.repeats, lambda d, m=mode: loop(m, sizes.w1_steps, None, d))
+        figures[f"W1_{mode}_us"] = w1["us"]
+    w2 = await repeat(sizes.repeats, lambda d: loop("durable", sizes.w2_steps, state, d))
+    figures["W2_durable_us"] = w2["us"]
+    figures["W2_bytes_per_snapshot"] = w2["bytes_per_snapshot"]
+    figures.update(await repeat(sizes.repeats, lambda _: concurrent(sizes.w3_runs,
+                                                                    sizes.w3_steps)))
+    figures.update(await repeat(sizes.repeats, lambda d: resume_after(sizes.w4_steps, state,
+                                                                     d)))
+    return figures
+
+
+def measure_peers(quick: bool) -> dict[str, Figures]:
+    if all(importlib.util.find_spec(m) for m in ("agent_framework", "langgraph")):
+        return asyncio.run(measure_peer_workloads(quick=quick))
+    python = ROOT / ".venv-bench" / "bin" / "python"
+    if not python.exists():
+        print("peers skipped: agent_framework / langgraph cannot be imported here and there "
+              "is no .venv-bench (see this script's docstring)", file=sys.stderr)
+        return {}
+    return run_peer_workloads_in(python, quick=quick)
+
+
+def report(ours: Figures, peers: dict[str, Figures]) -> str:
+    names = list(peers)
+    header = "figure".ljust(24) + "checkflow".rjust(12) + "".join(
+        f"{n[:16]:>18}{'ratio':>8}" for n in names)
+    lines = [header]
+    keys = [*KEYS, "W1_durable_sync_us", "W2_durable_sync_us"]
+    for key in keys:
+        mine = ours.get(key)
+        cells = "" if mine is None else f"{mine:,.1f}"
+        if mine is None and not any(peers[n].get(key) for n in names):
+            continue
+        row = key.ljust(24) + cells.rjust(12)
+        for name in names:
+            theirs = peers[name].get(key)
+            if key.endswith("_sync_us"):
+                mine_for_ratio = ours.get(key.replace("_sync", ""))
+            else:
+                mine_for_ratio = mine
+            ratio = (f"{theirs / mine_for_ratio:.1f}x" if theirs and mine_for_ratio else "—")
+            row += ("—" if theirs is None else f"{theirs:,.1f}").rjust(18) + ratio.rjust(8)
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="loops divided by ten, one pass")
+    parser.add_argument("--no-peers", action="store_true", help="time checkflow only")
+    args = parser.parse_args(argv)
+    sizes = Sizes.for_pass(quick=args.quick)
+    ours = asyncio.run(measure_checkflow(sizes))
+    peers = {} if args.no_peers else measure_peers(args.quick)
+    versions = ", ".join(f"{k} {v}" for k, v in peer_versions().items())
+    print(f"load {os.getloadavg()[0]:.2f}" + (f"; {versions}" if versions else ""))
+    print("µs per superstep (W1, W2), bytes per snapshot, ms (W3, W4); "
+          "ratio = peer / checkflow (>1: checkflow faster or smaller)")
+    print(report(ours, peers))
+    print("targets: W1_none <= 150 µs, W1_durable <= 600 µs, W2_durable <= 1,500 µs and "
+          "<= 8,192 bytes per snapshot, W4 <= 10 ms")
+
+
+if __name__ == "__main__":
+    main()
