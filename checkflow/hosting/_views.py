@@ -45,8 +45,19 @@ def _fallback(value: Any) -> Any:
         if callable(dump):
             return dump()
     if codec.is_registered(type(value)):
-        return codec.to_builtins(value)
+        return _untagged(codec.to_builtins(value))
     return repr(value)
+
+
+def _untagged(tree: Any) -> Any:
+    """The codec's tagged tree with ``{"$type", "$value"}`` wrappers replaced by the value."""
+    if isinstance(tree, dict):
+        if set(tree) == {"$type", "$value"}:
+            return _untagged(tree["$value"])
+        return {k: _untagged(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_untagged(v) for v in tree]
+    return tree
 
 
 def _unwrap_opaque(value: Any) -> Any:
