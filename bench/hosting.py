@@ -1,0 +1,120 @@
+"""Hosting throughput: N concurrent clients drive the native API of a real server for a while.
+
+Starts ``python -m checkflow serve hosting:workflow`` (this file, imported by the server as the
+module ``hosting``) on loopback for each storage, then runs N client tasks for a fixed time.
+Each request runs a 3-superstep workflow (start -> shout -> finish, 4 snapshots). Two request
+mixes: a new conversation per request, and one conversation per client that keeps growing.
+Prints requests/s and p50/p95 latency; asserts nothing.
+
+    .venv/bin/python bench/hosting.py [--clients 16] [--seconds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
+
+
+class Start(Executor):
+    @handler
+    async def start(self, text: str, ctx: WorkflowContext) -> None:
+        await ctx.send_message(text)
+
+
+class Shout(Executor):
+    @handler
+    async def shout(self, text: str, ctx: WorkflowContext) -> None:
+        ctx.executor_state["seen"] = ctx.executor_state.get("seen", 0) + 1
+        await ctx.send_message(text.upper())
+
+
+class Finish(Executor):
+    @handler
+    async def finish(self, text: str, ctx: WorkflowContext) -> None:
+        await ctx.yield_output(text)
+
+
+_start, _shout, _finish = Start("start"), Shout("shout"), Finish("finish")
+workflow = WorkflowBuilder(start_executor=_start, name="bench").add_chain(
+    [_start, _shout, _finish]).build()
+
+
+def _start_server(storage: str) -> tuple[subprocess.Popen[str], str]:
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parent)])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "checkflow", "serve", "hosting:workflow", "--port", "0",
+         "--storage", storage],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    assert process.stdout is not None
+    banner = process.stdout.readline()
+    if " on http://" not in banner:
+        process.kill()
+        raise SystemExit(f"server did not start: {banner}{process.stdout.read()}")
+    return process, banner.split(" on ", 1)[1].split()[0]
+
+
+async def _drive(url: str, clients: int, seconds: float, growing: bool) -> list[float]:
+    import httpx
+
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def client(index: int, http: httpx.AsyncClient) -> None:
+        n = 0
+        while time.perf_counter() < deadline:
+            conversation = f"client-{index}" if growing else f"client-{index}-{n}"
+            began = time.perf_counter()
+            response = await http.post(f"{url}/v1/conversations/{conversation}/runs",
+                                       json={"message": f"m{n}"})
+            latencies.append(time.perf_counter() - began)
+            if response.status_code != 200 or response.json()["outputs"] != [f"M{n}"]:
+                raise SystemExit(f"unexpected answer: {response.status_code} {response.text}")
+            n += 1
+
+    limits = httpx.Limits(max_connections=clients)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+        await asyncio.gather(*(client(i, http) for i in range(clients)))
+    return latencies
+
+
+def _row(storage: str, mix: str, latencies: list[float], seconds: float) -> str:
+    ordered = sorted(latencies)
+    p50 = statistics.median(ordered) * 1000
+    p95 = ordered[int(len(ordered) * 0.95) - 1] * 1000
+    return (f"{storage:8} {mix:22} {len(ordered) / seconds:10.0f} {p50:9.1f} {p95:9.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    print(f"{args.clients} concurrent clients, {args.seconds:.0f} s per cell, "
+          f"3-superstep workflow, {os.cpu_count()} CPUs shared by server and clients")
+    print(f"{'storage':8} {'requests':22} {'req/s':>10} {'p50 ms':>9} {'p95 ms':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, storage in [("memory", "memory:"), ("file", f"file:{tmp}/store")]:
+            process, url = _start_server(storage)
+            try:
+                for mix, growing in [("new conversation each", False),
+                                     ("one conversation each", True)]:
+                    latencies = asyncio.run(_drive(url, args.clients, args.seconds, growing))
+                    print(_row(name, mix, latencies, args.seconds), flush=True)
+            finally:
+                process.terminate()
+                process.wait()
+
+
+if __name__ == "__main__":
+    main()
