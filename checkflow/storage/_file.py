@@ -13,6 +13,7 @@ must never silently skip a damaged record or substitute an older head.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import weakref
@@ -25,7 +26,11 @@ import msgspec
 from checkflow import state as codec
 from checkflow._fs import atomic_write, exclusive_lock, fsync_directory, safe_name
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, Format, SnapshotRecord
-from checkflow.errors import CheckpointConflictError, CheckpointNotFoundError
+from checkflow.errors import (
+    CheckpointConflictError,
+    CheckpointNotFoundError,
+    CorruptCheckpointError,
+)
 from checkflow.storage import _log
 from checkflow.storage._graph import unreachable
 
@@ -44,12 +49,18 @@ def _digest(data: bytes) -> str:
 
 @dataclass
 class _Tail:
-    """What this instance knows about one log as of byte ``end`` of file ``inode``."""
+    """What this instance knows about one log, trusted only while its last record is unchanged.
+
+    ``last_at``/``last_frame`` locate and fingerprint the last record, so a log another
+    process grew, compacted or deleted and re-created (even on a reused inode) is re-read.
+    """
 
     inode: tuple[int, int]
     end: int
+    last_at: int
+    last_frame: bytes
     format: str
-    head: str | None = None
+    head: str
     known: set[str] = field(default_factory=set)
     recent: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)
 
@@ -139,76 +150,69 @@ class FileCheckpointStorage:
         created = checkpoint_id not in self._tails and not folder.exists()
         if created:
             folder.mkdir(parents=True, exist_ok=True)
+        path = folder / _LOG
         with exclusive_lock(folder / _LOCK):
-            tail = self._current_tail(checkpoint_id, folder)
-            actual = tail.head if tail is not None else None
-            if actual != expected:
-                raise CheckpointConflictError(
-                    checkpoint_id,
-                    expected_head_snapshot_id=expected,
-                    actual_head_snapshot_id=actual,
-                )
-            chunks: list[bytes] = []
-            if tail is None:
-                header = _log.LogHeader(_log.LOG_KIND, _log.LOG_VERSION, checkpoint_id, self.format)
-                chunks.append(_log.encode_record(header, self.format))
-                tail = _Tail(inode=(0, 0), end=0, format=self.format)
-            commit, new_hashes, recent = _commit_record(record, tail, identity)
-            chunks.append(_log.encode_record(commit, tail.format))
-            data = b"".join(chunks)
-            path = folder / _LOG
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                os.write(fd, data)
-                os.fsync(fd)
-                st = os.fstat(fd)
+                tail = self._validated_tail(checkpoint_id, fd, str(path))
+                actual = tail.head if tail is not None else None
+                if actual != expected:
+                    raise CheckpointConflictError(
+                        checkpoint_id,
+                        expected_head_snapshot_id=expected,
+                        actual_head_snapshot_id=actual,
+                    )
+                fmt = tail.format if tail is not None else self.format
+                commit, recent = _commit_record(record, tail, fmt, identity)
+                payload = _log.encode_commit(commit, fmt)
+                header = (
+                    b"" if tail is not None else _log.frame(_log.encode_header(checkpoint_id, fmt))
+                )
+                start = _append_durably(fd, header + _log.frame(payload)) + len(header)
+                inode = _inode(os.fstat(fd))
             finally:
                 os.close(fd)
-            if tail.end == 0:  # a new log: make its directory entries durable too
-                fsync_directory(folder)
-                if created:
-                    fsync_directory(self.root)
-            tail.inode, tail.end, tail.head = (st.st_dev, st.st_ino), st.st_size, record.snapshot_id
-            tail.known |= new_hashes
-            tail.recent = recent
-            self._tails[checkpoint_id] = tail
+        if tail is None:  # a new log: make its directory entries durable too
+            fsync_directory(folder)
+            if created:
+                fsync_directory(self.root)
+        known = (tail.known if tail is not None else set()) | set(commit.blobs)
+        self._tails[checkpoint_id] = _Tail(
+            inode,
+            end=start + _log.FRAME_OVERHEAD + len(payload),
+            last_at=start,
+            last_frame=_log.frame_head(payload),
+            format=fmt,
+            head=record.snapshot_id,
+            known=known,
+            recent=recent,
+        )
 
-    def _current_tail(self, checkpoint_id: str, folder: Path) -> _Tail | None:
-        """The validated tail of the log (caller holds the flock); truncates a torn record."""
-        path = folder / _LOG
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            self._tails.pop(checkpoint_id, None)
-            return None
-        inode = (st.st_dev, st.st_ino)
+    def _validated_tail(self, checkpoint_id: str, fd: int, source: str) -> _Tail | None:
+        """The log's current tail (caller holds the flock); cuts off a torn last record."""
+        st = os.fstat(fd)
         tail = self._tails.get(checkpoint_id)
-        if tail is not None and tail.inode == inode and tail.end == st.st_size:
+        if (
+            tail is None
+            or tail.inode != _inode(st)
+            or st.st_size < tail.end
+            or os.pread(fd, _log.HEAD_SIZE, tail.last_at) != tail.last_frame
+        ):
+            tail = None  # unknown, replaced or rewritten: read it all
+        base = tail.end if tail is not None else 0
+        if st.st_size == base and tail is not None:
             return tail
-        if tail is None or tail.inode != inode or tail.end > st.st_size:
-            loaded, end = self._read(path, checkpoint_id)
-            if not loaded.commits:
-                tail = None
-            else:
-                tail = _Tail(inode, end, loaded.header.format, loaded.commits[-1].snapshot_id)
-                tail.known = set(loaded.blobs)
-        else:  # same file, grown by another writer: read only the new records
-            with open(path, "rb") as handle:
-                handle.seek(tail.end)
-                payloads, valid = _log.scan(handle.read(), source=str(path), offset=tail.end)
-            for payload in payloads:
-                commit = _log.decode_commit(payload, tail.format, source=str(path))
-                tail.head = commit.snapshot_id
-                tail.known.update(commit.blobs)
-            tail.end += valid
-            tail.recent = {}
-            end = tail.end
+        payloads, valid = _log.scan(
+            os.pread(fd, st.st_size - base, base), source=source, offset=base
+        )
+        tail = _advanced(tail, payloads, _inode(st), base + valid, source)
+        end = tail.end if tail is not None else 0
         if end < st.st_size:
-            os.truncate(path, end)  # a torn record from a crashed writer: never append after it
+            os.ftruncate(fd, end)  # a crashed writer's torn record: never append after it
         if tail is None:
             self._tails.pop(checkpoint_id, None)
-            return None
-        self._tails[checkpoint_id] = tail
+        else:
+            self._tails[checkpoint_id] = tail
         return tail
 
     def _read(self, path: Path, checkpoint_id: str) -> tuple[_Loaded, int]:
@@ -294,9 +298,51 @@ class FileCheckpointStorage:
         return lock
 
 
+def _inode(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
+def _append_durably(fd: int, data: bytes) -> int:
+    """Append ``data`` and fsync; return where it starts. On failure, cut it off again."""
+    start = os.fstat(fd).st_size
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):  # best effort: the next writer also truncates
+            os.ftruncate(fd, start)
+        raise
+    return start
+
+
+def _advanced(
+    tail: _Tail | None, payloads: list[bytes], inode: tuple[int, int], end: int, source: str
+) -> _Tail | None:
+    """``tail`` moved past the complete records ``payloads``; None while no commit exists."""
+    if tail is None:
+        if len(payloads) < 2:
+            return None  # nothing, or a header whose first commit never completed
+        fmt, head, known = _log.decode_header(payloads[0], source=source).format, "", set()
+        payloads = payloads[1:]
+    else:
+        if not payloads:
+            return tail
+        fmt, head, known = tail.format, tail.head, tail.known
+    for payload in payloads:
+        commit = _log.decode_commit(payload, fmt, source=source)
+        head = commit.snapshot_id
+        known.update(commit.blobs)
+    last = payloads[-1]
+    last_at = end - _log.FRAME_OVERHEAD - len(last)
+    recent = tail.recent if tail is not None else {}
+    return _Tail(inode, end, last_at, _log.frame_head(last), fmt, head, known, recent)
+
+
 def _commit_record(
-    record: SnapshotRecord, tail: _Tail, identity: tuple[str, str]
-) -> tuple[_log.CommitRecord, set[str], dict[tuple[str, str], tuple[bytes, str]]]:
+    record: SnapshotRecord, tail: _Tail | None, fmt: str, identity: tuple[str, str]
+) -> tuple[_log.CommitRecord, dict[tuple[str, str], tuple[bytes, str]]]:
     """The log record for ``record``: part hashes, plus the bytes of parts new to the log."""
     refs: dict[str, dict[str, str]] = {}
     blobs: dict[str, msgspec.Raw] = {}
@@ -304,14 +350,14 @@ def _commit_record(
     for bucket, values in record.parts.items():
         bucket_refs = refs[bucket] = {}
         for key, data in values.items():
-            if record.format != tail.format:
-                data = codec.encode(codec.decode(data, format=record.format), format=tail.format)  # type: ignore[arg-type]
-            previous = tail.recent.get((bucket, key))
+            if record.format != fmt:
+                data = codec.encode(codec.decode(data, format=record.format), format=fmt)  # type: ignore[arg-type]
+            previous = tail.recent.get((bucket, key)) if tail is not None else None
             # Comparing with the previous snapshot's bytes is far cheaper than hashing them.
             digest = previous[1] if previous is not None and previous[0] == data else _digest(data)
             bucket_refs[key] = digest
             recent[(bucket, key)] = (data, digest)
-            if digest not in tail.known and digest not in blobs:
+            if (tail is None or digest not in tail.known) and digest not in blobs:
                 blobs[digest] = msgspec.Raw(data)
     commit = _log.CommitRecord(
         snapshot_id=record.snapshot_id,
@@ -324,7 +370,7 @@ def _commit_record(
         workflow_name=identity[0],
         graph_signature_hash=identity[1],
     )
-    return commit, set(blobs), recent
+    return commit, recent
 
 
 def _snapshot(
@@ -333,8 +379,6 @@ def _snapshot(
     try:
         parts = {b: {k: blobs[h] for k, h in refs.items()} for b, refs in commit.parts.items()}
     except KeyError as exc:
-        from checkflow.errors import CorruptCheckpointError
-
         raise CorruptCheckpointError(
             f"snapshot {commit.snapshot_id!r} names state part {exc.args[0]!r}, "
             "which the log does not hold",
@@ -355,7 +399,7 @@ def _snapshot(
 def _compacted(loaded: _Loaded, removed: set[str]) -> bytes:
     """A fresh log holding only the surviving commits, each part's bytes written once."""
     fmt = loaded.header.format
-    chunks = [_log.encode_record(loaded.header, fmt)]
+    chunks = [_log.frame(_log.encode_header(loaded.header.checkpoint_id, fmt))]
     written: set[str] = set()
     for commit in loaded.commits:
         if commit.snapshot_id in removed:
@@ -363,5 +407,7 @@ def _compacted(loaded: _Loaded, removed: set[str]) -> bytes:
         needed = {h for refs in commit.parts.values() for h in refs.values()} - written
         blobs = {h: msgspec.Raw(loaded.blobs[h]) for h in sorted(needed)}
         written |= needed
-        chunks.append(_log.encode_record(msgspec.structs.replace(commit, blobs=blobs), fmt))
+        chunks.append(
+            _log.frame(_log.encode_commit(msgspec.structs.replace(commit, blobs=blobs), fmt))
+        )
     return b"".join(chunks)

@@ -23,14 +23,18 @@ import msgspec
 from checkflow.errors import CorruptCheckpointError, UnsupportedFormatVersionError
 
 __all__ = [
+    "FRAME_OVERHEAD",
+    "HEAD_SIZE",
     "LOG_KIND",
     "LOG_VERSION",
     "CommitRecord",
     "LogHeader",
     "decode_commit",
     "decode_header",
-    "encode_record",
+    "encode_commit",
+    "encode_header",
     "frame",
+    "frame_head",
     "scan",
 ]
 
@@ -75,16 +79,27 @@ _COMMIT_DECODERS: dict[str, Any] = {
 _HEADER_DECODER = msgspec.json.Decoder(LogHeader)
 
 
-def encode_record(record: LogHeader | CommitRecord, format: str) -> bytes:
-    """Frame one record (headers are always JSON, commits use the log's ``format``)."""
-    encoder = _ENCODERS["json" if isinstance(record, LogHeader) else format]
-    return frame(encoder.encode(record))
+def encode_header(checkpoint_id: str, format: str) -> bytes:
+    """The header payload of a new log (always JSON, so any reader can tell the encoding)."""
+    return _ENCODERS["json"].encode(LogHeader(LOG_KIND, LOG_VERSION, checkpoint_id, format))
+
+
+def encode_commit(record: CommitRecord, format: str) -> bytes:
+    return _ENCODERS[format].encode(record)
+
+
+HEAD_SIZE = _HEAD.size
+FRAME_OVERHEAD = _HEAD.size + len(END)
+
+
+def frame_head(payload: bytes) -> bytes:
+    """The fixed-size frame header of ``payload``: also a fingerprint of the record."""
+    length = len(payload)
+    return _HEAD.pack(MAGIC, length, length ^ 0xFFFFFFFF, zlib.crc32(payload))
 
 
 def frame(payload: bytes) -> bytes:
-    length = len(payload)
-    head = _HEAD.pack(MAGIC, length, length ^ 0xFFFFFFFF, zlib.crc32(payload))
-    return b"".join((head, payload, END))
+    return b"".join((frame_head(payload), payload, END))
 
 
 def scan(data: bytes | memoryview, *, source: str, offset: int = 0) -> tuple[list[bytes], int]:

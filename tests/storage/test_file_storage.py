@@ -11,6 +11,7 @@ import pytest
 from checkflow._fs import safe_name
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, SnapshotRecord
 from checkflow.errors import (
+    CheckpointConflictError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
     UnsupportedFormatVersionError,
@@ -113,6 +114,35 @@ async def test_an_interrupted_first_commit_leaves_no_checkpoint(root: Path, make
     with pytest.raises(CheckpointNotFoundError):
         await storage.load("run-1")
     assert await storage.list_checkpoint_ids() == []
+
+
+async def test_a_first_commit_after_an_interrupted_one_creates_the_checkpoint(
+    root: Path, make_state
+) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1)
+    with open(log_of(root), "r+b") as handle:  # header whole, first commit cut short
+        handle.truncate(log_of(root).stat().st_size - 30)
+    snapshot = await Checkpoint(
+        "run-1", checkpoint_storage=FileCheckpointStorage(root)
+    ).commit_snapshot(state=make_state(5))
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert [s.snapshot_id for s in loaded.snapshots] == [snapshot.snapshot_id]
+
+
+async def test_a_cached_tail_is_not_trusted_after_another_instance_recreated_the_log(
+    root: Path, make_state
+) -> None:
+    mine, theirs = FileCheckpointStorage(root), FileCheckpointStorage(root)
+    checkpoint = await commit_chain(mine, make_state, 1)
+    await theirs.delete("run-1")
+    replacement = await Checkpoint("run-1", checkpoint_storage=theirs).commit_snapshot(
+        state=make_state(0)
+    )
+    with pytest.raises(CheckpointConflictError) as caught:
+        await checkpoint.commit_snapshot(state=make_state(1))
+    assert caught.value.actual_head_snapshot_id == replacement.snapshot_id
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert [s.snapshot_id for s in loaded.snapshots] == [replacement.snapshot_id]
 
 
 def flip_bit(path: Path, offset: int) -> None:
