@@ -113,14 +113,26 @@ from checkflow.agents import (
 )
 
 # -- hosting (section owned by hosting) --
+# isort: split
+from checkflow.errors import InvalidMessageError
+from checkflow.hosting import (
+    Adapter,
+    AgentHost,
+    HostedRunResult,
+    ResumeToken,
+    WorkflowHost,
+    create_app,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Adapter",
     "Agent",
     "AgentError",
     "AgentExecutor",
     "AgentExecutorRequest",
+    "AgentHost",
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentServiceError",
@@ -152,9 +164,11 @@ __all__ = [
     "FunctionResultContent",
     "FunctionalContext",
     "GraphSignatureMismatchError",
+    "HostedRunResult",
     "HostingError",
     "InMemoryCheckpointStorage",
     "InMemorySessionStore",
+    "InvalidMessageError",
     "InvalidResponseError",
     "OpaqueValue",
     "OutputEvent",
@@ -162,6 +176,7 @@ __all__ = [
     "RequestCancelled",
     "RequestCancelledEvent",
     "RequestInfoEvent",
+    "ResumeToken",
     "RunStatus",
     "ScriptedAgent",
     "SessionConflictError",
@@ -188,6 +203,7 @@ __all__ = [
     "WorkflowEvent",
     "WorkflowExecutor",
     "WorkflowFailedEvent",
+    "WorkflowHost",
     "WorkflowRunError",
     "WorkflowRunResult",
     "WorkflowRunStream",
@@ -196,6 +212,7 @@ __all__ = [
     "WorkflowValidationError",
     "__version__",
     "active_run",
+    "create_app",
     "decode_for_inspection",
     "executor",
     "handler",
