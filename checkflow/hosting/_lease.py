@@ -10,6 +10,8 @@ This module must never queue a request or wait for a conversation to become free
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -53,21 +55,45 @@ class BusySet:
 
 
 class ConversationLease:
-    """A held lease: the session as leased, and the one way to end the lease."""
+    """A held lease: the session as leased, and the one way to end the lease.
+
+    While held, the lease is renewed every third of its duration (a CAS write of a later
+    expiry), so a run longer than ``lease_seconds`` never loses its conversation to another
+    host; only a host that died stops renewing.
+    """
 
     def __init__(self, manager: LeaseManager, key: ConversationKey, session: AgentSession):
         self._manager = manager
         self.key = key
         self.session = session
+        self._stop = asyncio.Event()
+        self._renewer = asyncio.create_task(self._renew())
+
+    async def _renew(self) -> None:
+        interval = self._manager.lease_seconds / 3
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), interval)
+            if self._stop.is_set():
+                return
+            self.session.state[LEASE_KEY] = self._manager.new_lease()
+            try:
+                await self._manager.store.set(self.session, expected_version=self.session.version)
+            except SessionConflictError:
+                _log.warning("conversation %r: lease lost to another host while running",
+                             self.key.conversation_id)
+                return
 
     async def release(self, update: SessionUpdate | None = None) -> None:
-        """Apply ``update`` to the session state, clear the lease and store it (CAS).
+        """Stop renewing; apply ``update`` to the session, clear the lease and store it (CAS).
 
         If another writer replaced the session meanwhile (only possible when two hosts
         created one brand-new conversation at the same instant, or after the lease expired),
         the update is re-applied to the fresh session unless someone else holds it now.
         """
         try:
+            self._stop.set()
+            await self._renewer  # lets a renewal write in flight finish; never cancelled
             await self._store(update)
         finally:
             self._manager.busy.release(self.key)
@@ -102,6 +128,10 @@ class LeaseManager:
         self.owner = owner
         self.lease_seconds = lease_seconds
 
+    def new_lease(self) -> dict[str, Any]:
+        """This owner's lease record, expiring ``lease_seconds`` from now."""
+        return {"owner": self.owner, "expires_at": time.time() + self.lease_seconds}
+
     def foreign_lease_remaining(self, session: AgentSession) -> float:
         """Seconds left on a lease held by another owner (0 when none or expired)."""
         lease = session.state.get(LEASE_KEY)
@@ -130,8 +160,7 @@ class LeaseManager:
         remaining = self.foreign_lease_remaining(session)
         if remaining > 0:
             raise ConversationBusyError(key.conversation_id, retry_after=math.ceil(remaining))
-        expires_at = time.time() + self.lease_seconds
-        session.state[LEASE_KEY] = {"owner": self.owner, "expires_at": expires_at}
+        session.state[LEASE_KEY] = self.new_lease()
         try:
             await self.store.set(session, expected_version=session.version)
         except SessionConflictError:

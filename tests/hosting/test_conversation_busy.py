@@ -143,3 +143,31 @@ async def test_a_failed_streamed_run_reports_failed(host: WorkflowHost) -> None:
     result = await stream.get_result()
     assert result.status is RunStatus.FAILED
     assert (await host.run("c-1", message="fine")).outputs == ["FINE"]
+
+
+async def test_a_run_longer_than_its_lease_keeps_renewing_it(
+    file_host: WorkflowHost, gate: Gate
+) -> None:
+    short = WorkflowHost(build(gate), session_store=file_host.session_store,
+                         checkpoint_storage=file_host.checkpoint_storage, lease_seconds=0.3)
+    other = WorkflowHost(build(), session_store=file_host.session_store,
+                         checkpoint_storage=file_host.checkpoint_storage)
+    key = ConversationKey(None, "c-1")
+    first = await _held(short, gate)
+    taken = await short.session_store.get(key.session_id)
+    assert taken is not None
+    granted = taken.state["lease"]["expires_at"]
+    deadline = time.monotonic() + 30
+    while True:  # poll the store until renewals carried the lease past its first expiry
+        stored = await short.session_store.get(key.session_id)
+        assert stored is not None
+        if stored.state["lease"]["expires_at"] > granted + 0.3:
+            break
+        assert time.monotonic() < deadline, "the lease was never renewed"
+        await asyncio.sleep(0.02)
+    with pytest.raises(ConversationBusyError):
+        await other.run("c-1", message="meanwhile")
+    gate.release.set()
+    assert (await first).outputs == ["HOLD"]
+    stored = await short.session_store.get(key.session_id)
+    assert stored is not None and "lease" not in stored.state
