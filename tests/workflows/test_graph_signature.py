@@ -134,3 +134,23 @@ async def test_a_checkpoint_of_another_graph_is_refused_before_anything_is_resto
     assert [s.snapshot_id for s in reloaded.snapshots] == before
     result = await engine_samples.build_factor().run(checkpoint=reloaded)
     assert result.status is RunStatus.AWAITING_RESPONSES  # an identical rebuild resumes
+
+
+async def test_a_checkpoint_is_refused_when_a_nested_workflow_changed():
+    from checkflow.workflows import WorkflowExecutor
+
+    def parent(child):
+        start = Start(id="start")
+        nested = WorkflowExecutor(child, id="nested")
+        return WorkflowBuilder(start_executor=start).add_edge(start, nested).build()
+
+    worker = Halver(id="worker")
+    changed_child = (WorkflowBuilder(start_executor=worker, name="factor").build())
+    original, rebuilt, changed = (parent(build_factor()), parent(build_factor()),
+                                  parent(changed_child))
+    assert original.graph_signature_hash == rebuilt.graph_signature_hash
+    assert original.graph_signature_hash != changed.graph_signature_hash
+    paused = await original.run(4)
+    with pytest.raises(GraphSignatureMismatchError):
+        await changed.run(checkpoint=paused.checkpoint)
+    assert (await rebuilt.run(checkpoint=paused.checkpoint)).status is paused.status

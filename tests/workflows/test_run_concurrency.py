@@ -195,6 +195,15 @@ async def test_restart_from_on_a_busy_checkpoint_is_refused():
     checkpoint.restart_from(entry.snapshot_id)
 
 
+async def test_a_manual_commit_on_a_busy_checkpoint_is_refused():
+    _, checkpoint, running, release = await _held_run(None)
+    state = checkpoint.snapshots[0].state
+    with pytest.raises(CheckpointInUseError):
+        await checkpoint.commit_snapshot(state=state, metadata={"boundary": "manual"})
+    release.set()
+    await running
+
+
 async def test_a_second_object_loaded_from_the_same_storage_is_refused_too(tmp_path):
     storage = FileCheckpointStorage(tmp_path)
     workflow, checkpoint, running, release = await _held_run(storage)
