@@ -9,7 +9,7 @@ There is no checkpoint storage here, and there must never be.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Self
 
 from checkflow.errors import WorkflowValidationError
@@ -162,10 +162,10 @@ class WorkflowBuilder:
                 if outs is UNCHECKED:
                     continue
                 ins = specs[target_id].input_types
-                carried: Callable[[Any], Any] = (
-                    (lambda t: list[t]) if group.kind == "fan_in" else (lambda t: t))  # type: ignore[valid-type]
-                if not any(compatible(carried(o), i) for o in outs for i in ins):
-                    sent = " | ".join(type_name(carried(o)) for o in outs) or "nothing"
+                if group.kind == "fan_in":  # the target receives a list of what was sent
+                    outs = tuple(list[o] for o in outs)  # type: ignore[valid-type]
+                if not any(compatible(o, i) for o in outs for i in ins):
+                    sent = " | ".join(type_name(o) for o in outs) or "nothing"
                     accepted = " | ".join(type_name(i) for i in ins)
                     raise WorkflowValidationError(
                         f"type mismatch on edge {source_id!r} -> {target_id!r} "
