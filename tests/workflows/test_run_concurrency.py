@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import fingerprint
-from engine_samples import build_factor, build_review
+from engine_samples import build_factor, build_review, fingerprint
 
 from checkflow.errors import CheckpointInUseError, WorkflowRunError
 from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
