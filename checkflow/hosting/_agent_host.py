@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal, overload
 
 from checkflow.agents import Agent, AgentInput, AgentResponse, AgentResponseUpdate
 from checkflow.errors import ConversationNotFoundError
@@ -44,6 +44,26 @@ class AgentHost:
     async def agent(self) -> Agent:
         return await self._agent.get()
 
+    @overload
+    async def run(
+        self,
+        conversation_id: str,
+        messages: AgentInput,
+        *,
+        principal: str | None = None,
+        stream: Literal[False] = False,
+    ) -> AgentResponse: ...
+
+    @overload
+    async def run(
+        self,
+        conversation_id: str,
+        messages: AgentInput,
+        *,
+        principal: str | None = None,
+        stream: Literal[True],
+    ) -> AsyncIterator[AgentResponseUpdate]: ...
+
     async def run(
         self,
         conversation_id: str,
@@ -51,7 +71,7 @@ class AgentHost:
         *,
         principal: str | None = None,
         stream: bool = False,
-    ) -> Any:
+    ) -> AgentResponse | AsyncIterator[AgentResponseUpdate]:
         """One agent turn: an ``AgentResponse``, or an async iterator of updates when streaming.
 
         Raises ``ConversationBusyError`` at once if the conversation is running anywhere.

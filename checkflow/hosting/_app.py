@@ -98,20 +98,19 @@ def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]
         body = await read_json(request, RunRequest, max_body_bytes=max_body_bytes)
         if body.message is not None and body.responses is not None:
             raise HttpError(422, "invalid_request", "give `message` or `responses`, not both")
-        stream = request.query_params.get("stream", "").lower() in ("1", "true", "yes")
-        outcome = await host.run(
-            _conversation_id(request),
-            message=body.message,
-            responses=body.responses,
-            principal=request_principal(request),
-            from_snapshot=body.from_snapshot,
-            resume_token=body.resume_token,
-            stream=stream,
-        )
-        if stream:
-            return StreamingResponse(_sse(outcome), media_type="text/event-stream",
+        conversation_id = _conversation_id(request)
+        options: dict[str, Any] = {
+            "message": body.message,
+            "responses": body.responses,
+            "principal": request_principal(request),
+            "from_snapshot": body.from_snapshot,
+            "resume_token": body.resume_token,
+        }
+        if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
+            stream = await host.run(conversation_id, stream=True, **options)
+            return StreamingResponse(_sse(stream), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-store"})
-        return json_response(run_view(outcome))
+        return json_response(run_view(await host.run(conversation_id, **options)))
 
     async def get_conversation(request: Request) -> Response:
         state = await host.get_conversation(

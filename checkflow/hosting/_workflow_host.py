@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 
 from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
 from checkflow.errors import (
@@ -47,6 +47,7 @@ __all__ = ["HostedRunStream", "WorkflowHost"]
 if not is_registered(CheckpointReference):  # sessions hold it; register once, same id everywhere
     register_state_type(CheckpointReference, type_id="checkflow.CheckpointReference")
 
+T = TypeVar("T")
 SignatureMismatchPolicy = Literal["reject", "new_checkpoint"]
 _FAILURES = (WorkflowRunError, WorkflowConvergenceError)
 
@@ -112,6 +113,32 @@ class WorkflowHost:
 
     # -- running -----------------------------------------------------------------------------
 
+    @overload
+    async def run(
+        self,
+        conversation_id: str,
+        *,
+        message: Any = None,
+        responses: Mapping[str, Any] | None = None,
+        principal: str | None = None,
+        from_snapshot: str | None = None,
+        resume_token: ResumeToken | None = None,
+        stream: Literal[False] = False,
+    ) -> HostedRunResult: ...
+
+    @overload
+    async def run(
+        self,
+        conversation_id: str,
+        *,
+        message: Any = None,
+        responses: Mapping[str, Any] | None = None,
+        principal: str | None = None,
+        from_snapshot: str | None = None,
+        resume_token: ResumeToken | None = None,
+        stream: Literal[True],
+    ) -> HostedRunStream: ...
+
     async def run(
         self,
         conversation_id: str,
@@ -122,7 +149,7 @@ class WorkflowHost:
         from_snapshot: str | None = None,
         resume_token: ResumeToken | None = None,
         stream: bool = False,
-    ) -> Any:
+    ) -> HostedRunResult | HostedRunStream:
         """Run the conversation once: a ``HostedRunResult``, or a ``HostedRunStream``.
 
         Raises ``ConversationBusyError`` at once if the conversation is running (here or on
@@ -169,7 +196,7 @@ class WorkflowHost:
             return await self._finish(key, prepared, exc.result, exc)
         except BaseException as exc:
             await self._abandon(prepared)
-            if isinstance(exc, (CheckpointConflictError, CheckpointInUseError)):
+            if _is_conflict(exc):
                 raise ConversationBusyError(key.conversation_id) from exc
             raise
         return await self._finish(key, prepared, result, None)
@@ -365,6 +392,7 @@ class HostedRunStream:
         self._prepared = prepared
         self._inner = inner
         self._result: HostedRunResult | None = None
+        self._error: BaseException | None = None
         self._done = asyncio.Event()
         self._finishing = False
 
@@ -392,8 +420,11 @@ class HostedRunStream:
             result = await self._inner.get_result()
         except _FAILURES as exc:
             self._result = await host._finish(key, prepared, exc.result, exc)
-        except BaseException:
+        except BaseException as exc:
             await host._abandon(prepared)
+            self._error = ConversationBusyError(key.conversation_id) if _is_conflict(exc) else exc
+            if self._error is not exc:
+                raise self._error from exc
             raise
         else:
             self._result = await host._finish(key, prepared, result, None)
@@ -406,7 +437,7 @@ class HostedRunStream:
             await _shielded(self._complete())
         await self._done.wait()
         if self._result is None:
-            raise ConversationBusyError(self._key.conversation_id)
+            raise self._error or ConversationBusyError(self._key.conversation_id)
         return self._result
 
     async def aclose(self) -> None:
@@ -421,6 +452,11 @@ class HostedRunStream:
             self._done.set()
 
 
-async def _shielded(awaitable: Any) -> Any:
+def _is_conflict(exc: BaseException) -> bool:
+    """Another run got the checkpoint first: for the client, the conversation was busy."""
+    return isinstance(exc, (CheckpointConflictError, CheckpointInUseError))
+
+
+async def _shielded(awaitable: Awaitable[T]) -> T:
     """Finish ``awaitable`` even if the caller is cancelled (session writes must land)."""
     return await asyncio.shield(asyncio.ensure_future(awaitable))
