@@ -45,7 +45,8 @@ class AgentExecutor(Executor):
     """Runs ``agent`` on each message it receives and sends the ``AgentResponse`` on.
 
     Input is a str, a ``ChatMessage``, a ``list[ChatMessage]``, an ``AgentExecutorRequest``
-    or an upstream agent's ``AgentResponse`` (its messages continue the conversation). The
+    or an upstream agent's ``AgentResponse`` (its messages arrive as user messages: they are
+    this agent's input, not its own turns). The
     session is taken from ``ctx.executor_state["session"]`` (created on first use) and stored
     back after the turn. When the agent answers with ``UserInputRequestContent``s, each becomes
     ``ctx.request_info(...)`` under the content's ``request_id``; once all are answered the
@@ -114,6 +115,6 @@ class AgentExecutor(Executor):
 def _to_messages(message: AgentExecutorInput) -> list[ChatMessage]:
     if isinstance(message, AgentExecutorRequest):
         return list(message.messages)
-    if isinstance(message, AgentResponse):
-        return list(message.messages)
+    if isinstance(message, AgentResponse):  # another agent's reply is input, not our turn
+        return [ChatMessage("user", m.contents) for m in message.messages]
     return normalize_messages(message)

@@ -36,7 +36,12 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _INPUT, _STEPS, _ASKED, _ANSWERS, _OUTPUTS, _DONE = (
-    "input", "steps", "asked", "answers", "outputs", "done"
+    "input",
+    "steps",
+    "asked",
+    "answers",
+    "outputs",
+    "done",
 )
 
 
@@ -54,9 +59,11 @@ class _Continue:
 class _Replay:
     """One replay of the function within one superstep."""
 
-    def __init__(self, ctx: WorkflowContext[Any, Any], state: Any) -> None:
+    def __init__(self, ctx: WorkflowContext[Any, Any], state: Any, may_start_step: bool) -> None:
         self.ctx = ctx
         self.state = state
+        self.may_start_step = may_start_step
+        self.blocked = False
         self.calls: dict[str, int] = {}
         self.outputs = 0
         self.claimed: tuple[str, asyncio.Task[Any]] | None = None
@@ -135,9 +142,7 @@ class FunctionalExecutor(Executor):
         self._takes_ctx = len(params) == 2
         self._input_type = hints.get(params[0].name, Any)
         self._declared = tuple(response_types)
-        self._answer_type: Any = (
-            typing.Union[(Any, *self._declared)] if self._declared else Any
-        )
+        self._answer_type: Any = typing.Union[(Any, *self._declared)] if self._declared else Any
 
     def signature_extra(self) -> dict[str, Any]:
         return {"function": callable_name(self._fn)}
@@ -166,11 +171,26 @@ class FunctionalExecutor(Executor):
         ]
 
     async def _advance(self, ctx: WorkflowContext[Any, Any]) -> None:
-        """Replay the function until it returns, runs one new step, or waits for an answer."""
+        """Run at most one new step, then replay on to the next boundary.
+
+        The second replay may not start a step: it finishes the function, parks a request, or
+        finds the next step and asks for another superstep. So each superstep (and snapshot)
+        holds exactly one step, and a function's tail after its last step costs no superstep.
+        """
         state = ctx.executor_state
         if state.get(_DONE):
             return
-        replay = _Replay(ctx, state)
+        outcome = await self._replay(ctx, may_start_step=True)
+        if outcome == "step":
+            outcome = await self._replay(ctx, may_start_step=False)
+        if outcome == "blocked":
+            await ctx.send_message(_Continue())
+
+    async def _replay(self, ctx: WorkflowContext[Any, Any], *, may_start_step: bool) -> str:
+        """One replay: ``step`` (ran and recorded one), ``blocked`` (a new step waits),
+        ``waiting`` (for an answer) or ``done``."""
+        state = ctx.executor_state
+        replay = _Replay(ctx, state, may_start_step)
         args: tuple[Any, ...] = (state[_INPUT],)
         if self._takes_ctx:
             args += (FunctionalContext(replay, self._declared),)
@@ -178,23 +198,23 @@ class FunctionalExecutor(Executor):
         try:
             result = await self._fn(*args)
         except _Suspend:
-            result, finished = None, False
+            pass
         except BaseException:
             if replay.claimed is not None:
                 replay.claimed[1].cancel()
             raise
         else:
-            finished = True
+            state[_DONE] = True
+            if result is not None:
+                await ctx.yield_output(result)
+            return "done"
         finally:
             _current.reset(token)
         if replay.claimed is not None:
             key, task = replay.claimed
             state.setdefault(_STEPS, {})[key] = await task
-            await ctx.send_message(_Continue())
-        elif finished:
-            state[_DONE] = True
-            if result is not None:
-                await ctx.yield_output(result)
+            return "step"
+        return "blocked" if replay.blocked else "waiting"
 
 
 async def _run_step(
@@ -207,7 +227,8 @@ async def _run_step(
     steps = replay.state.get(_STEPS, {})
     if key in steps:
         return steps[key]
-    if replay.claimed is not None:  # one new step per superstep
+    if replay.claimed is not None or not replay.may_start_step:  # one new step per superstep
+        replay.blocked = True
         raise _Suspend
     isolated = contextvars.copy_context()
     isolated.run(_current.set, None)  # steps called inside a step simply run
