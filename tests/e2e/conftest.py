@@ -23,12 +23,12 @@ HERE = Path(__file__).resolve().parent
 class Server:
     """One ``python -m checkflow serve`` process; ``url`` once it is listening."""
 
-    def __init__(self, target: str, storage: str, gates: Path) -> None:
+    def __init__(self, target: str, storage: str, gates: Path, *extra: str) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]),
                "CHECKFLOW_E2E_GATES": str(gates)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "checkflow", "serve", target, "--port", "0",
-             "--storage", storage],
+             "--storage", storage, *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
         )
         assert self.process.stdout is not None
@@ -78,8 +78,10 @@ def start_server(tmp_path: Path, gates: Gates) -> Iterator[object]:
     """``start_server(target, storage=...)`` -> a running Server, stopped after the test."""
     servers: list[Server] = []
 
-    def start(target: str = "e2e_flows:workflow", storage: str | None = None) -> Server:
-        server = Server(target, storage or f"file:{tmp_path / 'store'}", gates.folder)
+    def start(
+        target: str = "e2e_flows:workflow", storage: str | None = None, *extra: str
+    ) -> Server:
+        server = Server(target, storage or f"file:{tmp_path / 'store'}", gates.folder, *extra)
         servers.append(server)
         return server
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
 
@@ -45,3 +46,9 @@ class Finish(Executor):
 _start, _shout, _finish = Start("start"), Shout("shout"), Finish("finish")
 workflow = WorkflowBuilder(start_executor=_start, name="e2e").add_chain(
     [_start, _shout, _finish]).build()
+
+
+def authenticate(request: Any) -> str | None:
+    """``--authenticate e2e_flows:authenticate``: the bearer token is the principal."""
+    token = str(request.headers.get("authorization", ""))
+    return token.removeprefix("Bearer ") or None

@@ -7,6 +7,10 @@ it); nothing here sleeps to make requests overlap.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -140,3 +144,40 @@ async def test_a_ten_megabyte_body_is_refused_with_413(start_server: Start) -> N
         assert response.status_code == 413
         assert response.json()["error"]["code"] == "body_too_large"
         assert (await client.get(f"{server.url}/healthz")).status_code == 200
+
+
+async def test_the_authenticate_option_scopes_conversations_by_principal(
+    start_server: Start,
+) -> None:
+    server = start_server("e2e_flows:workflow", None, "--authenticate",
+                          "e2e_flows:authenticate")
+    alice, bob = {"authorization": "Bearer alice"}, {"authorization": "Bearer bob"}
+    async with httpx.AsyncClient(timeout=60) as client:
+        anonymous = await client.post(_runs(server.url, "c"), json={"message": "x"})
+        assert anonymous.status_code == 401
+        ran = await client.post(_runs(server.url, "c"), json={"message": "mine"}, headers=alice)
+        assert ran.json()["outputs"] == ["MINE"]
+        other = await client.get(f"{server.url}/v1/conversations/c", headers=bob)
+        assert other.status_code == 404
+
+
+def test_the_checkpoints_command_reads_what_the_server_wrote(
+    start_server: Start, tmp_path: Path
+) -> None:
+    server = start_server()
+    with httpx.Client(timeout=60) as client:
+        done = client.post(_runs(server.url, "c"), json={"message": "x"}).json()
+    checkpoint_id = done["resume_token"]["checkpoint_id"]
+    storage = f"file:{tmp_path / 'store'}"
+
+    def command(*argv: str) -> str:
+        return subprocess.run([sys.executable, "-m", "checkflow", "checkpoints", *argv,
+                               "--storage", storage], capture_output=True, text=True,
+                              check=True, timeout=120).stdout
+
+    assert command("ls").split() == [checkpoint_id]
+    tree = command("tree", checkpoint_id).splitlines()
+    assert len(tree) == 4 and tree[-1].endswith("<- head")
+    shown = json.loads(command("show", checkpoint_id, "--json"))
+    assert shown["status"] == "idle"
+    assert shown["head_snapshot_id"] == done["resume_token"]["snapshot_id"]
