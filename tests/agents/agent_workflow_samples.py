@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
+
+from fresh_interpreter import run_main
 
 from checkflow.agents import (
     AgentExecutor,
@@ -96,23 +94,7 @@ class BarrierAgent(BaseAgent):
 
 def run_fresh(*argv: str) -> dict[str, Any]:
     """Run ``main(argv)`` in a fresh interpreter; its stdout is one JSON document."""
-    here = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parents[1])])}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, agent_workflow_samples as s; s.main(sys.argv[1:])",
-            *argv,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(run_main(__file__, *argv))
     return result
 
 
