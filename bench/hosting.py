@@ -4,7 +4,8 @@ Starts ``python -m checkflow serve hosting:workflow`` (this file, imported by th
 module ``hosting``) on loopback for each storage, then runs N client tasks for a fixed time.
 Each request runs a 3-superstep workflow (start -> shout -> finish, 4 snapshots). Two request
 mixes: a new conversation per request, and one conversation per client that keeps growing.
-Prints requests/s and p50/p95 latency; asserts nothing.
+Prints requests/s and p50/p95 latency, and first the host's own overhead in process (host.run
+against a bare workflow.run); asserts nothing.
 
     .venv/bin/python bench/hosting.py [--clients 16] [--seconds 5]
 """
@@ -95,11 +96,33 @@ def _row(storage: str, mix: str, latencies: list[float], seconds: float) -> str:
     return (f"{storage:8} {mix:22} {len(ordered) / seconds:10.0f} {p50:9.1f} {p95:9.1f}")
 
 
+async def _in_process(runs: int) -> tuple[float, float]:
+    """Microseconds per run: ``host.run`` (session, lease, reference) vs bare ``workflow.run``."""
+    from checkflow.hosting import WorkflowHost
+    from checkflow.storage import InMemoryCheckpointStorage
+
+    host = WorkflowHost(workflow)
+    began = time.perf_counter()
+    for i in range(runs):
+        await host.run(f"c-{i}", message="x")
+    hosted = (time.perf_counter() - began) / runs
+    storage = InMemoryCheckpointStorage()
+    began = time.perf_counter()
+    for i in range(runs):
+        checkpoint = workflow.create_checkpoint(checkpoint_id=f"c-{i}", checkpoint_storage=storage)
+        await workflow.run("x", checkpoint=checkpoint)
+    bare = (time.perf_counter() - began) / runs
+    return hosted * 1e6, bare * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
+    hosted, bare = asyncio.run(_in_process(2000))
+    print(f"in process, memory storage: host.run {hosted:.0f} us vs workflow.run {bare:.0f} us "
+          f"per 3-superstep run ({hosted / bare:.2f}x: session get, lease write, release write)")
     print(f"{args.clients} concurrent clients, {args.seconds:.0f} s per cell, "
           f"3-superstep workflow, {os.cpu_count()} CPUs shared by server and clients")
     print(f"{'storage':8} {'requests':22} {'req/s':>10} {'p50 ms':>9} {'p95 ms':>9}")
