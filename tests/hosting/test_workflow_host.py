@@ -284,3 +284,15 @@ async def test_a_target_of_the_wrong_kind_is_refused() -> None:
     host = WorkflowHost(lambda: 42)
     with pytest.raises(TypeError, match="Workflow"):
         await host.run("a", message="x")
+
+
+async def test_running_an_idle_conversation_without_input_changes_nothing(
+    host: WorkflowHost,
+) -> None:
+    done = await host.run("c-1", message="one")
+    again = await host.run("c-1")
+    assert again.status is RunStatus.IDLE
+    assert again.outputs == []
+    assert again.resume_token == done.resume_token
+    state = await host.get_conversation("c-1")
+    assert state.checkpoint is not None and len(state.checkpoint.snapshots) == 4
