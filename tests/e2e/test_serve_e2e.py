@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from conftest import Gates
 
 Start = Any  # the start_server fixture's callable
+Gates = Any  # the gates fixture (marker-file gates, tests/e2e/conftest.py)
 
 
 def _runs(url: str, conversation: str) -> str:
