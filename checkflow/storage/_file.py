@@ -16,7 +16,9 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,9 +39,10 @@ from checkflow.storage._graph import unreachable
 __all__ = ["FileCheckpointStorage"]
 
 _LOG, _LOCK = "log", "lock"
-_loop_locks: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, str], asyncio.Lock]
-]
+# Per event loop, per (root, checkpoint id): shared by every instance on one root, and
+# dropped as soon as no coroutine holds or awaits it.
+_LockTable = weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock]
+_loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LockTable]
 _loop_locks = weakref.WeakKeyDictionary()
 
 
@@ -65,6 +68,36 @@ class _Tail:
     recent: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)
 
 
+class _TailCache:
+    """A bounded, thread-safe LRU of tails: a long-lived storage serves unbounded ids."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._tails: OrderedDict[str, _Tail] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, checkpoint_id: str) -> bool:
+        return checkpoint_id in self._tails
+
+    def get(self, checkpoint_id: str) -> _Tail | None:
+        with self._lock:
+            tail = self._tails.get(checkpoint_id)
+            if tail is not None:
+                self._tails.move_to_end(checkpoint_id)
+            return tail
+
+    def put(self, checkpoint_id: str, tail: _Tail) -> None:
+        with self._lock:
+            self._tails[checkpoint_id] = tail
+            self._tails.move_to_end(checkpoint_id)
+            while len(self._tails) > self._size:
+                self._tails.popitem(last=False)
+
+    def pop(self, checkpoint_id: str) -> None:
+        with self._lock:
+            self._tails.pop(checkpoint_id, None)
+
+
 @dataclass
 class _Loaded:
     header: _log.LogHeader
@@ -80,7 +113,7 @@ class FileCheckpointStorage:
             raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
         self.root = Path(root).resolve()
         self.format: Format = format
-        self._tails: dict[str, _Tail] = {}
+        self._tails = _TailCache()
 
     def __repr__(self) -> str:
         return f"FileCheckpointStorage({str(self.root)!r}, format={self.format!r})"
@@ -177,15 +210,18 @@ class FileCheckpointStorage:
             if created:
                 fsync_directory(self.root)
         known = (tail.known if tail is not None else set()) | set(commit.blobs)
-        self._tails[checkpoint_id] = _Tail(
-            inode,
-            end=start + _log.FRAME_OVERHEAD + len(payload),
-            last_at=start,
-            last_frame=_log.frame_head(payload),
-            format=fmt,
-            head=record.snapshot_id,
-            known=known,
-            recent=recent,
+        self._tails.put(
+            checkpoint_id,
+            _Tail(
+                inode,
+                end=start + _log.FRAME_OVERHEAD + len(payload),
+                last_at=start,
+                last_frame=_log.frame_head(payload),
+                format=fmt,
+                head=record.snapshot_id,
+                known=known,
+                recent=recent,
+            ),
         )
 
     def _validated_tail(self, checkpoint_id: str, fd: int, source: str) -> _Tail | None:
@@ -210,37 +246,53 @@ class FileCheckpointStorage:
         if end < st.st_size:
             os.ftruncate(fd, end)  # a crashed writer's torn record: never append after it
         if tail is None:
-            self._tails.pop(checkpoint_id, None)
+            self._tails.pop(checkpoint_id)
         else:
-            self._tails[checkpoint_id] = tail
+            self._tails.put(checkpoint_id, tail)
         return tail
 
-    def _read(self, path: Path, checkpoint_id: str) -> tuple[_Loaded, int]:
+    def _read(self, checkpoint_id: str) -> _Loaded:
+        """Read and check the whole log (caller holds the flock); remember its tail."""
+        path = self._folder(checkpoint_id) / _LOG
         source = str(path)
         try:
-            data = path.read_bytes()
+            fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             raise CheckpointNotFoundError(checkpoint_id) from None
+        try:
+            st = os.fstat(fd)
+            data = os.pread(fd, st.st_size, 0)
+        finally:
+            os.close(fd)
         payloads, end = _log.scan(data, source=source)
         if not payloads:
             raise CheckpointNotFoundError(checkpoint_id)
-        header = _log.decode_header(payloads[0], source=source)
+        header = _log.decode_header(payloads[0], source=source, checkpoint_id=checkpoint_id)
+        if len(payloads) < 2:  # the first commit never completed
+            raise CheckpointNotFoundError(checkpoint_id)
         commits = [_log.decode_commit(p, header.format, source=source) for p in payloads[1:]]
-        blobs: dict[str, bytes] = {}
-        for commit in commits:
-            for digest, raw in commit.blobs.items():
-                blobs[digest] = bytes(raw)
-        return _Loaded(header, commits, blobs), end
+        blobs = {digest: bytes(raw) for c in commits for digest, raw in c.blobs.items()}
+        last = payloads[-1]
+        self._tails.put(
+            checkpoint_id,
+            _Tail(
+                _inode(st),
+                end,
+                last_at=end - _log.FRAME_OVERHEAD - len(last),
+                last_frame=_log.frame_head(last),
+                format=header.format,
+                head=commits[-1].snapshot_id,
+                known=set(blobs),
+            ),
+        )
+        return _Loaded(header, commits, blobs)
 
     def _load_sync(self, checkpoint_id: str) -> _Loaded:
         folder = self._folder(checkpoint_id)
         if not (folder / _LOG).exists():
             raise CheckpointNotFoundError(checkpoint_id)
         with exclusive_lock(folder / _LOCK):
-            loaded, _ = self._read(folder / _LOG, checkpoint_id)
-        if not loaded.commits:
-            raise CheckpointNotFoundError(checkpoint_id)
-        return loaded
+            return self._read(checkpoint_id)
 
     def _delete_sync(self, checkpoint_id: str) -> None:
         folder = self._folder(checkpoint_id)
@@ -252,36 +304,26 @@ class FileCheckpointStorage:
             except FileNotFoundError:
                 raise CheckpointNotFoundError(checkpoint_id) from None
             fsync_directory(folder)
-            self._tails.pop(checkpoint_id, None)
+            self._tails.pop(checkpoint_id)
 
     def _list_sync(self) -> list[str]:
-        ids: list[str] = []
         if not self.root.is_dir():
-            return ids
-        for folder in self.root.iterdir():
-            path = folder / _LOG
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read(65536)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            payloads, end = _log.scan(data, source=str(path))
-            if payloads and (len(payloads) > 1 or os.path.getsize(path) > end):
-                ids.append(_log.decode_header(payloads[0], source=str(path)).checkpoint_id)
-        return sorted(ids)
+            return []
+        ids = (_log.committed_checkpoint_id(folder / _LOG) for folder in self.root.iterdir())
+        return sorted(i for i in ids if i is not None)
 
     def _prune_sync(self, checkpoint_id: str, keep: list[str]) -> list[str]:
         folder = self._folder(checkpoint_id)
         if not (folder / _LOG).exists():
             raise CheckpointNotFoundError(checkpoint_id)
         with exclusive_lock(folder / _LOCK):
-            loaded, _ = self._read(folder / _LOG, checkpoint_id)
+            loaded = self._read(checkpoint_id)
             parents = {c.snapshot_id: c.parent_snapshot_id for c in loaded.commits}
-            head = loaded.commits[-1].snapshot_id if loaded.commits else None
+            head = loaded.commits[-1].snapshot_id
             removed = unreachable(checkpoint_id, parents, head=head, keep=keep)
             if removed:
                 atomic_write(folder / _LOG, _compacted(loaded, set(removed)))
-                self._tails.pop(checkpoint_id, None)
+                self._tails.pop(checkpoint_id)
             return removed
 
     # -- helpers -------------------------------------------------------------------------
@@ -290,7 +332,7 @@ class FileCheckpointStorage:
         return self.root / safe_name(checkpoint_id)
 
     def _lock(self, checkpoint_id: str) -> asyncio.Lock:
-        locks = _loop_locks.setdefault(asyncio.get_running_loop(), {})
+        locks = _loop_locks.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())
         key = (str(self.root), checkpoint_id)
         lock = locks.get(key)
         if lock is None:

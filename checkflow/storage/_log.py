@@ -14,8 +14,10 @@ part bytes (``blobs``) the log does not hold yet. This module never opens files 
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -29,6 +31,7 @@ __all__ = [
     "LOG_VERSION",
     "CommitRecord",
     "LogHeader",
+    "committed_checkpoint_id",
     "decode_commit",
     "decode_header",
     "encode_commit",
@@ -144,7 +147,7 @@ def _torn_or_corrupt(rest: memoryview, source: str, at: int, *, tail_possible: b
     raise CorruptCheckpointError(f"log record at byte {at} has a damaged header", source=source)
 
 
-def decode_header(payload: bytes, *, source: str) -> LogHeader:
+def decode_header(payload: bytes, *, source: str, checkpoint_id: str | None = None) -> LogHeader:
     try:
         header = _HEADER_DECODER.decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -160,7 +163,42 @@ def decode_header(payload: bytes, *, source: str) -> LogHeader:
         raise UnsupportedFormatVersionError(
             f"{source}: log encoding {header.format!r} is unknown", format=header.format
         )
+    if checkpoint_id is not None and header.checkpoint_id != checkpoint_id:
+        raise CorruptCheckpointError(
+            f"log belongs to checkpoint {header.checkpoint_id!r}, not {checkpoint_id!r}",
+            source=source,
+        )
     return header
+
+
+def committed_checkpoint_id(path: Path) -> str | None:
+    """The id in the log at ``path`` if it holds a complete first commit; None otherwise.
+
+    Reads only the header and the first commit's frame header, so listing stays cheap.
+    """
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(4096)
+            size = os.fstat(handle.fileno()).st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    payloads, end = scan(start[: _frame_end(start, 0) or 0], source=str(path))
+    if not payloads:
+        return None
+    first_commit_end = _frame_end(start, end)
+    if first_commit_end is None or first_commit_end > size:
+        return None
+    return decode_header(payloads[0], source=str(path)).checkpoint_id
+
+
+def _frame_end(data: bytes, at: int) -> int | None:
+    if len(data) < at + _HEAD.size:
+        return None
+    magic, length, check, _ = _HEAD.unpack_from(data, at)
+    if magic != MAGIC or length ^ 0xFFFFFFFF != check:
+        return None
+    end: int = at + _HEAD.size + length + len(END)
+    return end
 
 
 def decode_commit(payload: bytes, format: str, *, source: str) -> CommitRecord:

@@ -18,6 +18,7 @@ from checkflow.storage import FileCheckpointStorage
 
 CHILD = Path(__file__).with_name("file_storage_child.py")
 TRIALS = 50
+KINDS = ("begin", "ack")
 
 
 def run_until_killed(root: Path, rng: random.Random) -> tuple[set[int], int | None]:
@@ -27,30 +28,24 @@ def run_until_killed(root: Path, rng: random.Random) -> tuple[set[int], int | No
         stdout=subprocess.PIPE,
         text=True,
     )
-    acked: set[int] = set()
-    begun: int | None = None
+    lines: list[str] = []
     acks_wanted = rng.randint(0, 3)
     try:
         assert child.stdout is not None
         for line in child.stdout:
-            word, n = line.split()
-            if word == "begin":
-                begun = int(n)
-                if acks_wanted == len(acked):
-                    time.sleep(rng.random() * 0.004)  # land anywhere inside the commit
-                    break
-            else:
-                acked.add(int(n))
+            lines.append(line)
+            acks = sum(seen.startswith("ack") for seen in lines)
+            if line.startswith("begin") and acks == acks_wanted:
+                time.sleep(rng.random() * 0.004)  # land anywhere inside this commit
+                break
     finally:
         child.send_signal(signal.SIGKILL)
-        rest, _ = child.communicate(timeout=60)
-    for line in rest.splitlines():  # lines flushed before the kill landed
-        word, n = line.split()
-        if word == "ack":
-            acked.add(int(n))
-        else:
-            begun = int(n)
-    return acked, begun
+        child.wait(timeout=60)
+    assert child.stdout is not None
+    with child.stdout:  # read() drains what the line iterator buffered, then the pipe
+        lines += child.stdout.read().splitlines()
+    numbers = {kind: [int(n) for k, n in map(str.split, lines) if k == kind] for kind in KINDS}
+    return set(numbers["ack"]), max(numbers["begin"], default=None)
 
 
 @pytest.mark.slow

@@ -122,6 +122,7 @@ async def test_a_first_commit_after_an_interrupted_one_creates_the_checkpoint(
     await commit_chain(FileCheckpointStorage(root), make_state, 1)
     with open(log_of(root), "r+b") as handle:  # header whole, first commit cut short
         handle.truncate(log_of(root).stat().st_size - 30)
+    assert await FileCheckpointStorage(root).list_checkpoint_ids() == []
     snapshot = await Checkpoint(
         "run-1", checkpoint_storage=FileCheckpointStorage(root)
     ).commit_snapshot(state=make_state(5))
@@ -143,6 +144,14 @@ async def test_a_cached_tail_is_not_trusted_after_another_instance_recreated_the
     assert caught.value.actual_head_snapshot_id == replacement.snapshot_id
     loaded = await FileCheckpointStorage(root).load("run-1")
     assert [s.snapshot_id for s in loaded.snapshots] == [replacement.snapshot_id]
+
+
+async def test_a_log_copied_under_another_id_raises_corrupt(root: Path, make_state) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1)
+    (root / safe_name("run-2")).mkdir()
+    log_of(root, "run-2").write_bytes(log_of(root).read_bytes())
+    with pytest.raises(CorruptCheckpointError, match="belongs to checkpoint 'run-1'"):
+        await FileCheckpointStorage(root).load("run-2")
 
 
 def flip_bit(path: Path, offset: int) -> None:
