@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from checkflow.checkpoints import CheckpointStorage
+from checkflow.checkpoints import CheckpointStorage, Format
 from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
 
 State = dict[str, Any]
@@ -36,10 +36,23 @@ def _file_msgpack(request: pytest.FixtureRequest) -> OpenStorage:
     return lambda: FileCheckpointStorage(root, format="msgpack")
 
 
+def _cosmos(request: pytest.FixtureRequest, format: Format = "json") -> OpenStorage:
+    from checkflow.storage.cosmos import CosmosCheckpointStorage
+
+    container = request.getfixturevalue("cosmos_container")  # the emulator (tests/conftest.py)
+    return lambda: CosmosCheckpointStorage(container, format=format)  # own ETag cache each
+
+
+def _cosmos_msgpack(request: pytest.FixtureRequest) -> OpenStorage:
+    return _cosmos(request, format="msgpack")
+
+
 BACKENDS: dict[str, BackendFactory] = {
     "memory": _memory,
     "file": _file,
     "file-msgpack": _file_msgpack,
+    "cosmos": _cosmos,
+    "cosmos-msgpack": _cosmos_msgpack,
 }
 
 
