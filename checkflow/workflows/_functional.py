@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from checkflow.state import register_state_type
 from checkflow.workflows._context import WorkflowContext
+from checkflow.workflows._dynamic import HandlerFunctions, handler_function
 from checkflow.workflows._executor import Executor
-from checkflow.workflows._nested import HandlerFunctions, handler_function
 from checkflow.workflows._typing import builtin_type, callable_name, type_name
 
 if TYPE_CHECKING:

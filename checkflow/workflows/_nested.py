@@ -11,43 +11,22 @@ keep a child checkpoint, a run or a request on the executor, and never persist a
 from __future__ import annotations
 
 import typing
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
 from checkflow.workflows._context import WorkflowContext
+from checkflow.workflows._dynamic import HandlerFunctions, handler_function, union_of
 from checkflow.workflows._executor import Executor
 from checkflow.workflows._results import RequestCancelled
+from checkflow.workflows._typing import UNCHECKED
 
 if TYPE_CHECKING:
     from checkflow.workflows._workflow import Workflow
 
-__all__ = ["WorkflowExecutor", "handler_function", "union_of"]
+__all__ = ["WorkflowExecutor"]
 
 _CHILD = "workflow"  # the child's four buckets
 _SURFACED = "requests"  # child request ids already surfaced as parent requests
-
-HandlerFunctions = list[tuple[str, str, Callable[..., Any]]]
-
-
-def handler_function(
-    fn: Callable[..., Awaitable[None]], **annotations: Any
-) -> Callable[..., Awaitable[None]]:
-    """Give a per-instance handler closure the annotations the engine reads.
-
-    Executors whose accepted types depend on what they wrap (a child workflow, a function)
-    build their handlers at construction and return them from ``_handler_functions``.
-    """
-    fn.__annotations__ = {**annotations, "return": None}
-    return fn
-
-
-def union_of(types: typing.Iterable[Any]) -> Any:
-    """``A | B | ...`` of ``types`` (``typing.Any`` if one of them is, or if there are none)."""
-    found = tuple(dict.fromkeys(types))
-    if not found or typing.Any in found:
-        return typing.Any
-    return typing.Union[found]  # noqa: UP007 - built from a runtime tuple
 
 
 class WorkflowExecutor(Executor):
@@ -64,6 +43,16 @@ class WorkflowExecutor(Executor):
         self._input_type = union_of(child_specs[workflow.start_executor_id].input_types)
         answers = [h.input_type for s in child_specs.values() for h in s.response_handlers]
         self._response_type = union_of([*answers, RequestCancelled]) if answers else None
+        yielded = [
+            h.workflow_output_types
+            for s in child_specs.values()
+            for h in (*s.handlers, *s.response_handlers)
+        ]
+        self._sends = (  # the child's outputs, which this executor sends on
+            typing.Any
+            if any(y is UNCHECKED for y in yielded)
+            else union_of([t for y in yielded for t in y], empty=typing.Never)
+        )
 
     @property
     def workflow(self) -> Workflow:
@@ -77,8 +66,13 @@ class WorkflowExecutor(Executor):
         async def run_child(message: Any, ctx: WorkflowContext[Any, Any]) -> None:
             await self._run_child(ctx, message=message)
 
+        ctx_type = WorkflowContext.__class_getitem__((self._sends, typing.Never))
         found: HandlerFunctions = [
-            ("message", "run_child", handler_function(run_child, message=self._input_type))
+            (
+                "message",
+                "run_child",
+                handler_function(run_child, message=self._input_type, ctx=ctx_type),
+            )
         ]
         if self._response_type is not None:
 
@@ -91,7 +85,9 @@ class WorkflowExecutor(Executor):
                     raise RuntimeError(f"{request_id!r} is not a request of executor {self.id!r}")
                 await self._run_child(ctx, responses={request_id[len(prefix) :]: answer})
 
-            responder = handler_function(answer_child, request=Any, answer=self._response_type)
+            responder = handler_function(
+                answer_child, request=Any, answer=self._response_type, ctx=ctx_type
+            )
             found.append(("response", "answer_child", responder))
         return found
 

@@ -20,7 +20,7 @@ from checkflow.errors import (
 )
 from checkflow.sessions import FileSessionStore
 from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
-from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
+from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler, workflow
 
 
 def answer(call_id: str, result: object) -> ChatMessage:
@@ -201,3 +201,16 @@ async def test_a_failed_run_leaves_the_session_at_its_last_good_turn():
 
     assert session.state["checkpoint"].head_snapshot_id == good
     assert history_texts(session)[-1] == "assistant:second article"
+
+
+async def test_a_functional_workflow_serves_as_an_agent():
+    @workflow(name="summarizer")
+    async def summarizer(messages: list[ChatMessage]) -> str:
+        return f"{len(messages)} message(s), last: {messages[-1].text}"
+
+    agent = summarizer.as_agent()
+    session = agent.create_session()
+    await agent.run("hello", session=session)
+    response = await agent.run(["one", "two"], session=session)
+
+    assert response.text == "2 message(s), last: two"

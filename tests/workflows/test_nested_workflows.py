@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Never
 
 import pytest
 from engine_samples import fingerprint
 
-from checkflow.errors import GraphSignatureMismatchError, InvalidResponseError, WorkflowRunError
+from checkflow.errors import (
+    GraphSignatureMismatchError,
+    InvalidResponseError,
+    WorkflowRunError,
+    WorkflowValidationError,
+)
 from checkflow.workflows import (
     Executor,
     RequestCancelled,
@@ -18,6 +24,8 @@ from checkflow.workflows import (
     WorkflowExecutor,
     handler,
     response_handler,
+    step,
+    workflow,
 )
 
 
@@ -205,3 +213,40 @@ async def test_runs_leave_nothing_on_the_parent_the_executor_or_the_child():
     await workflow.run(responses={request_id: Verdict(True, "kim")}, checkpoint=paused.checkpoint)
 
     assert fingerprint(workflow) == before
+
+
+class Shout(Executor):
+    @handler
+    async def shout(self, text: str, ctx: WorkflowContext[Never, str]) -> None:
+        await ctx.yield_output(text.upper())
+
+
+class Count(Executor):
+    @handler
+    async def count(self, n: int, ctx: WorkflowContext) -> None:
+        await ctx.yield_output(n)
+
+
+def test_a_childs_declared_outputs_are_type_checked_along_the_parents_edges():
+    sub = WorkflowExecutor(WorkflowBuilder(Shout(id="shout")).build(), id="sub")
+
+    with pytest.raises(
+        WorkflowValidationError, match="'sub' sends str but 'count' accepts only int"
+    ):
+        WorkflowBuilder(sub).add_edge(sub, Count(id="count")).build()
+
+
+async def test_a_functional_workflow_nests_like_any_other():
+    @step
+    async def triple(n: int) -> int:
+        return n * 3
+
+    @workflow
+    async def tripled(n: int) -> str:
+        return f"tripled {await triple(n)}"
+
+    result = await parent(tripled).run(4)
+
+    assert result.get_outputs() == ["parent got tripled 12"]
+    steps = result.checkpoint.head_snapshot.state["executor_states"]["sub"]["workflow"]
+    assert steps["executor_states"]["tripled"]["steps"] == {"triple#0": 12}
