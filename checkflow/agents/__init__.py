@@ -1,4 +1,5 @@
-"""Agents: the ``Agent`` protocol, chat messages and contents, and two agents.
+"""Agents: the ``Agent`` protocol, chat messages and contents, two agents, and the bridges
+between agents and workflows (``AgentExecutor``, ``WorkflowAgent``).
 
 ``OpenAIChatAgent`` needs ``httpx`` (the ``openai`` extra) and is imported on first use, so
 ``checkflow.agents`` itself imports without it.
