@@ -94,6 +94,7 @@ class FunctionalContext:
         """Ask outside for input; the run pauses and ``run(responses=...)`` supplies it.
 
         ``response_type`` must be a builtin or one of the workflow's ``response_types``.
+        Requests are asked one at a time, in the order the function reaches them.
         """
         replay = self._replay
         key = replay.key("request_info")
@@ -159,7 +160,9 @@ class FunctionalExecutor(Executor):
 
         async def answer(request: Any, answer: Any, ctx: WorkflowContext[Any, Any]) -> None:
             asked: dict[str, str] = ctx.executor_state.get(_ASKED, {})
-            key = next(k for k, rid in asked.items() if rid == ctx.request_id)
+            key = next((k for k, rid in asked.items() if rid == ctx.request_id), None)
+            if key is None:  # asked by an invocation a newer message has replaced
+                return
             del asked[key]
             ctx.executor_state.setdefault(_ANSWERS, {})[key] = answer
             await self._advance(ctx)

@@ -257,3 +257,17 @@ def test_a_workflow_function_must_be_async_and_take_the_message():
         @workflow
         def not_async(n: int) -> int:
             return n
+
+
+async def test_a_new_message_restarts_the_function_and_a_stale_answer_is_ignored():
+    checkpoint = reviewed.create_checkpoint()
+    stale = await reviewed.run(1, checkpoint=checkpoint)
+    (stale_id,) = stale.pending_requests
+    fresh = await reviewed.run(3, checkpoint=checkpoint)
+    fresh_id = next(r for r in fresh.pending_requests if r != stale_id)
+
+    ignored = await reviewed.run(responses={stale_id: Approval(True, "old")}, checkpoint=checkpoint)
+    done = await reviewed.run(responses={fresh_id: Approval(True, "new")}, checkpoint=checkpoint)
+
+    assert ignored.get_outputs() == []
+    assert done.get_outputs() == ["published 7 by new"]
