@@ -6,7 +6,8 @@ snapshot, the part bytes the log lacks, and implicitly the new head - and fsyncs
 compare-and-swap on the head runs under an ``asyncio.Lock`` per (root, id) and an ``flock``
 taken in a worker thread, so it holds within and across processes. Each instance caches the
 log's end, head and known part hashes per checkpoint and re-validates them under the flock
-(inode and size), so it never trusts a cache another process may have outdated. This module
+(inode, size and a fingerprint of the last record), so it never trusts a cache another process
+may have outdated. This module
 must never silently skip a damaged record or substitute an older head.
 """
 
@@ -241,7 +242,7 @@ class FileCheckpointStorage:
         payloads, valid = _log.scan(
             os.pread(fd, st.st_size - base, base), source=source, offset=base
         )
-        tail = _advanced(tail, payloads, _inode(st), base + valid, source)
+        tail = _advanced(checkpoint_id, tail, payloads, _inode(st), base + valid, source)
         end = tail.end if tail is not None else 0
         if end < st.st_size:
             os.ftruncate(fd, end)  # a crashed writer's torn record: never append after it
@@ -360,13 +361,21 @@ def _append_durably(fd: int, data: bytes) -> int:
 
 
 def _advanced(
-    tail: _Tail | None, payloads: list[bytes], inode: tuple[int, int], end: int, source: str
+    checkpoint_id: str,
+    tail: _Tail | None,
+    payloads: list[bytes],
+    inode: tuple[int, int],
+    end: int,
+    source: str,
 ) -> _Tail | None:
     """``tail`` moved past the complete records ``payloads``; None while no commit exists."""
     if tail is None:
+        if not payloads:
+            return None
+        header = _log.decode_header(payloads[0], source=source, checkpoint_id=checkpoint_id)
         if len(payloads) < 2:
-            return None  # nothing, or a header whose first commit never completed
-        fmt, head, known = _log.decode_header(payloads[0], source=source).format, "", set()
+            return None  # the first commit never completed
+        fmt, head, known = header.format, "", set()
         payloads = payloads[1:]
     else:
         if not payloads:

@@ -20,6 +20,18 @@ from checkflow.storage import FileCheckpointStorage
 from checkflow.storage._log import END, frame
 
 
+FUTURE_LOG = frame(  # a log header from a release that writes log version 9
+    msgspec.json.encode(
+        {
+            "kind": "checkflow.checkpoint-log",
+            "version": 9,
+            "checkpoint_id": "run-1",
+            "format": "json",
+        }
+    )
+)
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return tmp_path / "checkpoints"
@@ -154,6 +166,16 @@ async def test_a_log_copied_under_another_id_raises_corrupt(root: Path, make_sta
         await FileCheckpointStorage(root).load("run-2")
 
 
+async def test_a_writer_refuses_a_log_copied_under_another_id(root: Path, make_state) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1)
+    (root / safe_name("run-2")).mkdir()
+    log_of(root, "run-2").write_bytes(log_of(root).read_bytes())
+    newcomer = Checkpoint("run-2", checkpoint_storage=FileCheckpointStorage(root))
+    with pytest.raises(CorruptCheckpointError, match="belongs to"):
+        await newcomer.commit_snapshot(state=make_state())
+    assert log_of(root, "run-2").read_bytes() == log_of(root).read_bytes()
+
+
 def flip_bit(path: Path, offset: int) -> None:
     data = bytearray(path.read_bytes())
     data[offset] ^= 0x01
@@ -199,9 +221,26 @@ async def test_an_unknown_log_version_raises_unsupported_format_version(
             "format": "json",
         }
     )
-    log_of(root).write_bytes(frame(header))
+    log_of(root).write_bytes(FUTURE_LOG)
     with pytest.raises(UnsupportedFormatVersionError, match="version 9"):
         await FileCheckpointStorage(root).load("run-1")
+
+
+async def test_a_writer_never_truncates_a_log_of_an_unknown_version(root: Path, make_state) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1)
+    header = msgspec.json.encode(
+        {
+            "kind": "checkflow.checkpoint-log",
+            "version": 9,
+            "checkpoint_id": "run-1",
+            "format": "json",
+        }
+    )
+    log_of(root).write_bytes(FUTURE_LOG)
+    newcomer = Checkpoint("run-1", checkpoint_storage=FileCheckpointStorage(root))
+    with pytest.raises(UnsupportedFormatVersionError):
+        await newcomer.commit_snapshot(state=make_state())
+    assert log_of(root).read_bytes() == FUTURE_LOG
 
 
 def with_part(record: SnapshotRecord, data: bytes) -> CheckpointSnapshot:
