@@ -19,7 +19,6 @@ from checkflow.errors import (
 from checkflow.storage import FileCheckpointStorage
 from checkflow.storage._log import END, frame
 
-
 FUTURE_LOG = frame(  # a log header from a release that writes log version 9
     msgspec.json.encode(
         {
@@ -213,14 +212,6 @@ async def test_an_unknown_log_version_raises_unsupported_format_version(
     root: Path, make_state
 ) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 1)
-    header = msgspec.json.encode(
-        {
-            "kind": "checkflow.checkpoint-log",
-            "version": 9,
-            "checkpoint_id": "run-1",
-            "format": "json",
-        }
-    )
     log_of(root).write_bytes(FUTURE_LOG)
     with pytest.raises(UnsupportedFormatVersionError, match="version 9"):
         await FileCheckpointStorage(root).load("run-1")
@@ -228,14 +219,6 @@ async def test_an_unknown_log_version_raises_unsupported_format_version(
 
 async def test_a_writer_never_truncates_a_log_of_an_unknown_version(root: Path, make_state) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 1)
-    header = msgspec.json.encode(
-        {
-            "kind": "checkflow.checkpoint-log",
-            "version": 9,
-            "checkpoint_id": "run-1",
-            "format": "json",
-        }
-    )
     log_of(root).write_bytes(FUTURE_LOG)
     newcomer = Checkpoint("run-1", checkpoint_storage=FileCheckpointStorage(root))
     with pytest.raises(UnsupportedFormatVersionError):
