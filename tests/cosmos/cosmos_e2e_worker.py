@@ -3,10 +3,10 @@
 ``python cosmos_e2e_worker.py ENDPOINT KEY DATABASE CONVERSATION start``
 ``python cosmos_e2e_worker.py ENDPOINT KEY DATABASE CONVERSATION resume '{"<request>": true}'``
 
-Builds the workflow afresh, opens the checkpoint storage and the session store from the
-endpoint, runs the conversation once through ``WorkflowHost`` and prints one JSON line: the
-status, the pending request ids and this run's outputs. Nothing survives between two runs but
-what is in Cosmos DB.
+Imports the approval sample's workflow afresh, opens the checkpoint storage and the session
+store from the endpoint, runs the conversation once through ``WorkflowHost`` and prints one
+JSON line: the status, the pending request ids and this run's outputs. Nothing survives between
+two runs but what is in Cosmos DB.
 """
 
 from __future__ import annotations
@@ -15,50 +15,14 @@ import asyncio
 import json
 import os
 import sys
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: samples/
 
 from checkflow.hosting import WorkflowHost
 from checkflow.storage.cosmos import CosmosCheckpointStorage, CosmosSessionStore
-from checkflow.workflows import (
-    Executor,
-    Workflow,
-    WorkflowBuilder,
-    WorkflowContext,
-    handler,
-    response_handler,
-)
-
-
-@dataclass(frozen=True)
-class Draft:
-    topic: str
-    text: str
-
-
-class Drafter(Executor):
-    @handler
-    async def draft(self, topic: str, ctx: WorkflowContext[Draft]) -> None:
-        await ctx.send_message(Draft(topic, f"Five things to know about {topic}."))
-
-
-class Approver(Executor):
-    @handler
-    async def review(self, draft: Draft, ctx: WorkflowContext) -> None:
-        ctx.executor_state["draft"] = draft.text
-        await ctx.request_info({"question": "Publish?", "draft": draft.text}, response_type=bool)
-
-    @response_handler
-    async def decide(self, request: dict, approved: bool, ctx: WorkflowContext) -> None:
-        draft = ctx.executor_state.pop("draft")
-        await ctx.yield_output(f"published: {draft}" if approved else "dropped")
-
-
-def build_workflow() -> Workflow:
-    drafter, approver = Drafter(id="drafter"), Approver(id="approver")
-    return (
-        WorkflowBuilder(start_executor=drafter, name="publish").add_edge(drafter, approver).build()
-    )
+from samples.approval import workflow
 
 
 async def run_once(
@@ -72,7 +36,7 @@ async def run_once(
         endpoint, key, container="sessions", **options
     )
     async with storage, sessions:
-        host = WorkflowHost(build_workflow(), session_store=sessions, checkpoint_storage=storage)
+        host = WorkflowHost(workflow, session_store=sessions, checkpoint_storage=storage)
         if stage == "start":
             result = await host.run(conversation, message="cosmos")
         else:
