@@ -8,11 +8,12 @@ command's implementation only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import uvicorn
@@ -35,7 +36,10 @@ def load_object(spec: str) -> Any:
         sys.path.insert(0, os.getcwd())
     obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
-        obj = getattr(obj, part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"{spec!r}: {module_name} has no attribute {attr!r}") from None
     return obj
 
 
@@ -85,11 +89,6 @@ async def serve(
     obj = load_object(target)
     auth = load_object(authenticate) if authenticate else None
     adapter_objects = _adapters(adapters)
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)  # connections queue from now on, so the printed URL already answers
-    bound_port = sock.getsockname()[1]
     async with open_storage(storage) as stores:
         hosted: WorkflowHost | AgentHost
         if isinstance(obj, Agent):
@@ -97,13 +96,30 @@ async def serve(
         else:
             hosted = WorkflowHost(obj, session_store=stores.session_store,
                                   checkpoint_storage=stores.checkpoint_storage)
-            await hosted.workflow()  # fail now, not on the first request
+            try:
+                await hosted.workflow()  # fail now, not on the first request
+            except TypeError as exc:
+                raise ValueError(f"{target}: {exc}") from exc
         app = create_app(hosted, adapters=adapter_objects, authenticate=auth)
-        config = uvicorn.Config(app, log_level="warning", access_log=False)
-        server = uvicorn.Server(config)
-        shown = f"[{host}]" if ":" in host else host
-        print(_banner(target, f"http://{shown}:{bound_port}", storage), flush=True)
-        await server.serve(sockets=[sock])
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        with _listening(host, port) as sock:
+            shown = f"[{host}]" if ":" in host else host
+            url = f"http://{shown}:{sock.getsockname()[1]}"
+            print(_banner(target, url, storage), flush=True)
+            await server.serve(sockets=[sock])
+
+
+@contextlib.contextmanager
+def _listening(host: str, port: int) -> Iterator[socket.socket]:
+    """A bound, listening socket: connections queue from here on, so a printed URL answers."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+        yield sock
+    finally:
+        sock.close()
 
 
 def run_serve(**kwargs: Any) -> None:

@@ -41,16 +41,16 @@ class Resolver(Generic[T]):
         if self._is_instance(target):
             return target  # type: ignore[return-value]
         build = getattr(target, "build", None)
-        if callable(build):
+        if callable(build) and not isinstance(target, type):
             target = build()
-        elif callable(target):
+        elif callable(target) and not isinstance(target, type):
             target = target()
         if inspect.isawaitable(target):
             target = await target
         if not self._is_instance(target):
             raise TypeError(
                 f"the hosted target must be a {self._what}, a builder or a zero-argument "
-                f"factory of one; got {type(target).__name__}"
+                f"factory of one; got {target!r:.80}"
             )
         return target  # type: ignore[return-value]
 
