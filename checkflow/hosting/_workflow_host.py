@@ -250,8 +250,11 @@ class WorkflowHost:
         except CheckpointNotFoundError:
             return None, None
         head = ref.head_snapshot_id
-        if head is not None and not any(s.snapshot_id == head for s in checkpoint.snapshots):
-            return None, None  # pruned away beneath us: nothing to resume from
+        if head is not None:
+            try:
+                checkpoint.get_snapshot(head)
+            except SnapshotNotFoundError:
+                return None, None  # pruned away beneath us: nothing to resume from
         return checkpoint, head
 
     async def _fresh_checkpoint(

@@ -181,3 +181,29 @@ def test_the_checkpoints_command_reads_what_the_server_wrote(
     shown = json.loads(command("show", checkpoint_id, "--json"))
     assert shown["status"] == "idle"
     assert shown["head_snapshot_id"] == done["resume_token"]["snapshot_id"]
+
+
+async def test_a_client_that_disconnects_mid_stream_frees_the_conversation(
+    start_server: Start, gates: Gates
+) -> None:
+    server = start_server()
+    async with httpx.AsyncClient(timeout=60) as client:
+        first = (await client.post(_runs(server.url, "s"), json={"message": "one"})).json()
+        async with client.stream("POST", _runs(server.url, "s") + "?stream=true",
+                                 json={"message": "hold:s"}) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    break  # one event seen; leaving the block drops the connection
+        await asyncio.to_thread(gates.wait_entered, "s")
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:  # poll until the server noticed the disconnect and released the run
+            after = await client.post(_runs(server.url, "s"), json={"message": "after"})
+            if after.status_code != 409:
+                break
+            assert asyncio.get_running_loop().time() < deadline, "never released"
+            await asyncio.sleep(0.05)
+        assert after.status_code == 200
+        assert after.json()["outputs"] == ["AFTER"]
+        state = (await client.get(f"{server.url}/v1/conversations/s")).json()
+        assert state["outputs"] == ["ONE", "AFTER"]
+        assert first["resume_token"]["checkpoint_id"] == state["resume_token"]["checkpoint_id"]
