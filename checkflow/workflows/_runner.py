@@ -120,7 +120,7 @@ class Runner:
     async def _accept_input(self, empty: bool) -> bool:
         """Take the message or responses; False when there is nothing to execute."""
         run = self._run
-        if self._responses is not None:
+        if self._responses:  # an empty mapping answers nothing: a bare resume
             accepted = await accept_responses(self._wf, run, self._responses, self.emit)
             run.inputs.append({"kind": "responses", "data": accepted})
             run.touch(*INPUT)
