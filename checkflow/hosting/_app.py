@@ -9,6 +9,7 @@ This module must never hold conversation state or decide concurrency: the host d
 from __future__ import annotations
 
 import inspect
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -89,8 +90,33 @@ def _handler(fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request]
     return endpoint
 
 
+_NATIVE_PREFIX = "/v1/conversations/"
+
+
+class _EncodedNativePaths:
+    """Routes native API paths on their percent-encoded form, so any id is unambiguous.
+
+    Servers decode ``%2F`` into ``/`` before routing, which would make a conversation id
+    like ``x/snapshots`` look like a route. Under the native prefix the raw path is routed
+    instead, and handlers decode each parameter themselves.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if raw and scope["path"].startswith(_NATIVE_PREFIX):
+            scope = {**scope, "path": raw.split(b"?", 1)[0].decode("ascii", "replace")}
+        await self.app(scope, receive, send)
+
+
+def _param(request: Request, name: str) -> str:
+    return urllib.parse.unquote(str(request.path_params[name]))
+
+
 def _conversation_id(request: Request) -> str:
-    return str(request.path_params["conversation_id"])
+    return _param(request, "conversation_id")
 
 
 def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]:
@@ -129,7 +155,7 @@ def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]
             _conversation_id(request), principal=request_principal(request))
         head = state.resume_token.snapshot_id if state.resume_token else None
         assert state.checkpoint is not None
-        snapshot = state.checkpoint.get_snapshot(str(request.path_params["snapshot_id"]))
+        snapshot = state.checkpoint.get_snapshot(_param(request, "snapshot_id"))
         return json_response(snapshot_detail(snapshot, head))
 
     async def delete_conversation(request: Request) -> Response:
@@ -137,7 +163,7 @@ def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]
             _conversation_id(request), principal=request_principal(request))
         return Response(status_code=204)
 
-    base = "/v1/conversations/{conversation_id:path}"
+    base = _NATIVE_PREFIX + "{conversation_id:path}"
     return [
         Route(base + "/runs", _handler(run), methods=["POST"]),
         Route(base + "/snapshots/{snapshot_id}", _handler(get_snapshot), methods=["GET"]),
@@ -176,7 +202,7 @@ def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
             _conversation_id(request), principal=request_principal(request))
         return Response(status_code=204)
 
-    base = "/v1/conversations/{conversation_id:path}"
+    base = _NATIVE_PREFIX + "{conversation_id:path}"
     return [
         Route(base + "/runs", _handler(run), methods=["POST"]),
         Route(base, _handler(delete_conversation), methods=["DELETE"]),
@@ -221,8 +247,9 @@ def build_app(
         routes.extend(_workflow_routes(host, max_body_bytes))
     else:
         routes.extend(_agent_routes(host, max_body_bytes))
-    middleware = [] if authenticate is None else [
-        Middleware(_PrincipalMiddleware, authenticate=authenticate)]
+    middleware = [Middleware(_EncodedNativePaths)]
+    if authenticate is not None:
+        middleware.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))
     app = Starlette(routes=routes, middleware=middleware,
                     exception_handlers={HTTPException: _http_exception})
     app.state.host = host

@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +208,14 @@ async def test_a_client_that_disconnects_mid_stream_frees_the_conversation(
         state = (await client.get(f"{server.url}/v1/conversations/s")).json()
         assert state["outputs"] == ["ONE", "AFTER"]
         assert first["resume_token"]["checkpoint_id"] == state["resume_token"]["checkpoint_id"]
+
+
+async def test_any_conversation_id_works_over_a_real_server(start_server: Start) -> None:
+    server = start_server()
+    weird = "x/snapshots?a=1#é %"
+    base = f"{server.url}/v1/conversations/{urllib.parse.quote(weird, safe='')}"
+    async with httpx.AsyncClient(timeout=60) as client:
+        ran = await client.post(base + "/runs?stream=false", json={"message": "odd"})
+        assert ran.json()["conversation_id"] == weird
+        assert (await client.get(base)).json()["outputs"] == ["ODD"]
+        assert len((await client.get(base + "/snapshots")).json()["snapshots"]) == 4

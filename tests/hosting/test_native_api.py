@@ -63,13 +63,15 @@ async def test_answering_over_http_completes_the_conversation(client: httpx.Asyn
     assert conversation["resume_token"] == done.json()["resume_token"]
 
 
-async def test_a_conversation_id_may_be_any_string(client: httpx.AsyncClient) -> None:
-    weird = "a/b ../c?d#é"
+@pytest.mark.parametrize("weird", ["a/b ../c?d#é", "x/snapshots", "x/runs", "%2F", " "])
+async def test_a_conversation_id_may_be_any_string(client: httpx.AsyncClient, weird: str) -> None:
     path = "/v1/conversations/" + urllib.parse.quote(weird, safe="")
     response = await client.post(path + "/runs", json={"message": "hi"})
     assert response.status_code == 200
     assert response.json()["conversation_id"] == weird
     assert (await client.get(path)).json()["outputs"] == ["HI"]
+    snapshots = (await client.get(path + "/snapshots")).json()["snapshots"]
+    assert len(snapshots) == 4
 
 
 async def test_a_failed_workflow_answers_200_with_an_error_object(
