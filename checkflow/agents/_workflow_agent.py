@@ -10,7 +10,8 @@ conversation on the agent or the workflow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from checkflow.agents._base import BaseAgent, append_history
@@ -20,14 +21,15 @@ from checkflow.agents._messages import (
     FunctionResultContent,
     UserInputRequestContent,
 )
-from checkflow.agents._types import AgentResponse
+from checkflow.agents._types import AgentResponse, AgentResponseUpdate
 from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
 from checkflow.errors import AgentError, WorkflowValidationError
 from checkflow.sessions import AgentSession
 from checkflow.state import is_registered, register_state_type
+from checkflow.workflows import OutputEvent
 
 if TYPE_CHECKING:
-    from checkflow.workflows import Workflow, WorkflowRunResult
+    from checkflow.workflows import Workflow, WorkflowRunResult, WorkflowRunStream
 
 __all__ = ["CHECKPOINT_KEY", "REQUEST_INFO", "WorkflowAgent"]
 
@@ -91,31 +93,60 @@ class WorkflowAgent(BaseAgent):
         return self._storage
 
     async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
+        reply = [message async for message in self._turn(messages, session)]
+        return AgentResponse(messages=reply, author_name=self.name)
+
+    async def _stream(
+        self, messages: list[ChatMessage], session: AgentSession
+    ) -> AsyncIterator[AgentResponseUpdate]:
+        async with contextlib.aclosing(self._turn(messages, session)) as turn:
+            async for message in turn:  # closing this stream closes (cancels) the run
+                yield AgentResponseUpdate(message.contents, message.role, self.name)
+
+    async def _turn(
+        self, messages: list[ChatMessage], session: AgentSession
+    ) -> AsyncGenerator[ChatMessage, None]:
+        """One workflow run: its outputs as they are yielded, then the pending requests.
+
+        The session is updated once the run has ended; a run that fails or is abandoned
+        leaves it (and an unattached checkpoint's head) at the last good turn.
+        """
         checkpoint = await self._checkpoint(session)
         good_head = checkpoint.head_snapshot_id
-        contents = [c for m in messages for c in m.contents]
-        answers = [c for c in contents if isinstance(c, FunctionResultContent)]
+        reply: list[ChatMessage] = []
         try:
-            if answers:
-                if len(answers) != len(contents):
-                    raise AgentError(
-                        f"agent {self.name!r}: send the answers to pending requests "
-                        "(FunctionResultContent) in a run of their own"
-                    )
-                responses = {a.call_id: a.result for a in answers}
-                result = await self._workflow.run(responses=responses, checkpoint=checkpoint)
-            else:
-                result = await self._workflow.run(messages, checkpoint=checkpoint)
-        except Exception:
+            async with self._start(messages, checkpoint) as events:
+                async for event in events:
+                    if isinstance(event, OutputEvent):
+                        for message in _as_messages(event.data):
+                            reply.append(message)
+                            yield message
+                result = await events.get_result()
+        except BaseException:
             if checkpoint.checkpoint_storage is None and good_head is not None:
-                checkpoint.restart_from(good_head)  # the session keeps its last good turn
+                checkpoint.restart_from(good_head)
             raise
+        calls = _request_calls(result)
         session.state[CHECKPOINT_KEY] = (
             checkpoint if checkpoint.checkpoint_storage is None else checkpoint.reference()
         )
-        reply = _reply(result)
-        append_history(session, [*messages, *reply])
-        return AgentResponse(messages=reply, author_name=self.name)
+        append_history(session, [*messages, *reply, *calls])
+        for message in calls:
+            yield message
+
+    def _start(self, messages: list[ChatMessage], checkpoint: Checkpoint) -> WorkflowRunStream:
+        """The run these messages ask for: answers to pending requests, or a new input."""
+        contents = [c for m in messages for c in m.contents]
+        answers = [c for c in contents if isinstance(c, FunctionResultContent)]
+        if not answers:
+            return self._workflow.run(messages, checkpoint=checkpoint, stream=True)
+        if len(answers) != len(contents):
+            raise AgentError(
+                f"agent {self.name!r}: send the answers to pending requests "
+                "(FunctionResultContent) in a run of their own"
+            )
+        responses = {a.call_id: a.result for a in answers}
+        return self._workflow.run(responses=responses, checkpoint=checkpoint, stream=True)
 
     async def _checkpoint(self, session: AgentSession) -> Checkpoint:
         """The session's checkpoint: created, taken as is, or loaded from its reference."""
@@ -141,16 +172,13 @@ class WorkflowAgent(BaseAgent):
         return checkpoint
 
 
-def _reply(result: WorkflowRunResult) -> list[ChatMessage]:
-    """The run's outputs as assistant messages, then one message calling ``request_info``."""
-    messages = [m for output in result.get_outputs() for m in _as_messages(output)]
+def _request_calls(result: WorkflowRunResult) -> list[ChatMessage]:
+    """The pending requests as one assistant message calling ``request_info`` (or none)."""
     calls = [
         FunctionCallContent(request_id, REQUEST_INFO, _arguments(request.data))
         for request_id, request in result.pending_requests.items()
     ]
-    if calls:
-        messages.append(ChatMessage("assistant", calls))
-    return messages
+    return [ChatMessage("assistant", calls)] if calls else []
 
 
 def _as_messages(output: Any) -> list[ChatMessage]:

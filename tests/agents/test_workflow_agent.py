@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from agent_workflow_samples import build_chain, build_publisher, history_texts, run_fresh
 
@@ -214,3 +216,57 @@ async def test_a_functional_workflow_serves_as_an_agent():
     response = await agent.run(["one", "two"], session=session)
 
     assert response.text == "2 message(s), last: two"
+
+
+class Announce(Executor):
+    @handler
+    async def announce(self, messages: list[ChatMessage], ctx: WorkflowContext) -> None:
+        await ctx.yield_output("first")
+        await ctx.send_message("go")
+
+
+class AfterRelease(Executor):
+    def __init__(self, id: str, released: asyncio.Event) -> None:
+        super().__init__(id)
+        self._released = released
+
+    @handler
+    async def finish(self, go: str, ctx: WorkflowContext) -> None:
+        async with asyncio.timeout(30):  # a safety net only: the consumer releases it
+            await self._released.wait()
+        await ctx.yield_output("second")
+
+
+def two_step_agent(released: asyncio.Event) -> WorkflowAgent:
+    announce, after = Announce(id="announce"), AfterRelease("after", released)
+    return WorkflowBuilder(announce).add_edge(announce, after).build().as_agent()
+
+
+async def test_streaming_yields_each_output_while_the_workflow_is_still_running():
+    released = asyncio.Event()
+    agent = two_step_agent(released)
+    session = agent.create_session()
+
+    seen = []
+    async for update in agent.run("hi", session=session, stream=True):
+        seen.append(update.text)
+        released.set()  # the second output can only exist after the first was received
+
+    assert seen == ["first", "second"]
+    assert history_texts(session) == ["user:hi", "assistant:first", "assistant:second"]
+
+
+async def test_an_abandoned_stream_cancels_the_run_and_leaves_the_session_unchanged():
+    released = asyncio.Event()
+    agent = two_step_agent(released)
+    session = agent.create_session()
+    stream = agent.run("hi", session=session, stream=True)
+
+    first = await anext(stream)
+    await stream.aclose()
+
+    assert first.text == "first"
+    assert session.state == {}
+    released.set()
+    done = await agent.run("hi", session=session)
+    assert done.text == "firstsecond"
