@@ -74,7 +74,6 @@ class Runner:
         self._staged: dict[str, Any] = {}
         self._outboxes: dict[str, list[tuple[Any, str | None]]] = {}
         self._dispatch: dict[tuple[str, type], HandlerSpec | None] = {}
-        self._status = RunStatus.RUNNING
 
     # -- driving ---------------------------------------------------------------------------
 
@@ -250,12 +249,10 @@ class Runner:
             snapshot.snapshot_id, snapshot.parent_snapshot_id, boundary, run.superstep))
 
     async def _finish(self, status: RunStatus) -> WorkflowRunResult:
-        self._status = status
         await self.emit(WorkflowStatusEvent(status))
         return self.result(status)
 
     async def _fail(self, failure: _ExecutorFailed) -> WorkflowRunError:
-        self._status = RunStatus.FAILED
         await self.emit(WorkflowFailedEvent(failure.error, failure.executor_id))
         await self.emit(WorkflowStatusEvent(RunStatus.FAILED))
         return WorkflowRunError(
