@@ -61,7 +61,9 @@ class WorkflowAgent(BaseAgent):
     Messages go to the start executor as a ``list[ChatMessage]``; workflow outputs come back
     as assistant messages (an ``AgentResponse`` output contributes its messages). A run whose
     messages carry ``FunctionResultContent``s answers the pending requests with those call
-    ids instead. A failed run leaves the session as it was, so the next run starts from the
+    ids instead; requests still pending end the reply as one message of ``request_info``
+    calls. With ``stream=True`` each output is streamed as soon as the workflow yields it. A
+    failed or abandoned run leaves the session as it was, so the next run starts from the
     last good turn.
     """
 
