@@ -210,3 +210,16 @@ def test_a_workflow_is_immutable():
         workflow.max_iterations = 5  # type: ignore[misc]
     with pytest.raises(TypeError):
         workflow.executors["y"] = IntSink(id="y")  # type: ignore[index]
+
+
+def test_a_handler_declared_to_send_nothing_cannot_feed_an_edge():
+    from typing import Never
+
+    class Quiet(Executor):
+        @handler
+        async def go(self, n: int, ctx: WorkflowContext[Never, int]) -> None:
+            await ctx.yield_output(n)
+
+    quiet, sink = Quiet(id="quiet"), IntSink(id="sink")
+    with pytest.raises(WorkflowValidationError, match="'quiet' sends nothing but 'sink'"):
+        WorkflowBuilder(start_executor=quiet).add_edge(quiet, sink).build()
