@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Never
 
 import msgspec
 import pytest
@@ -213,8 +214,6 @@ def test_a_workflow_is_immutable():
 
 
 def test_a_handler_declared_to_send_nothing_cannot_feed_an_edge():
-    from typing import Never
-
     class Quiet(Executor):
         @handler
         async def go(self, n: int, ctx: WorkflowContext[Never, int]) -> None:
