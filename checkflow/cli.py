@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from checkflow.checkpoints import Checkpoint
 from checkflow.errors import CheckflowError
+from checkflow.hosting._engine import inspected_requests
 from checkflow.hosting._inspect import (
     checkpoint_export,
     checkpoint_summary,
@@ -25,7 +26,7 @@ from checkflow.hosting._inspect import (
     render_tree,
 )
 from checkflow.hosting._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
-from checkflow.hosting._views import jsonable
+from checkflow.hosting._views import jsonable, snapshot_summary
 
 __all__ = ["main"]
 
@@ -71,16 +72,12 @@ def _print_json(value: Any) -> None:
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(jsonable(value))).decode() + "\n")
 
 
-def _pending(checkpoint: Checkpoint) -> list[dict[str, Any]]:
+def _pending(checkpoint: Checkpoint) -> list[Any]:
     head = checkpoint.head_snapshot
-    if head is None:
-        return []
-    pending = inspect_state(head)["messages"].get("pending")
-    requests = pending.get("requests", {}) if isinstance(pending, dict) else {}
-    return [jsonable(r) for r in requests.values()] if isinstance(requests, dict) else []
+    return [] if head is None else jsonable(inspected_requests(inspect_state(head)))
 
 
-async def _show(checkpoint: Checkpoint, as_json: bool) -> None:
+def _show(checkpoint: Checkpoint, as_json: bool) -> None:
     summary = checkpoint_summary(checkpoint)
     summary["pending_requests"] = _pending(checkpoint)
     if as_json:
@@ -92,9 +89,38 @@ async def _show(checkpoint: Checkpoint, as_json: bool) -> None:
     print(f"{'tips:':22}{', '.join(summary['tips'])}")
     print(f"{'pending_requests:':22}{len(summary['pending_requests'])}")
     for request in summary["pending_requests"]:
-        print(f"  - {request.get('request_id')}: {request.get('data')!r} "
-              f"(from {request.get('source_executor_id')}, "
-              f"answer type {request.get('response_type')})")
+        print(f"  - {_describe_request(request)}")
+
+
+def _describe_request(request: Any) -> str:
+    if not isinstance(request, dict):
+        return repr(request)
+    return (f"{request.get('request_id')}: {request.get('data')!r} "
+            f"(from {request.get('source_executor_id')}, "
+            f"answer type {request.get('response_type')})")
+
+
+def _tree(checkpoint: Checkpoint, as_json: bool) -> None:
+    if as_json:
+        head = checkpoint.head_snapshot_id
+        _print_json([snapshot_summary(s, head) for s in checkpoint.snapshots])
+    else:
+        print(render_tree(checkpoint))
+
+
+def _pending_command(checkpoint: Checkpoint, as_json: bool) -> None:
+    requests = _pending(checkpoint)
+    if as_json:
+        _print_json(requests)
+    else:
+        print("\n".join(_describe_request(r) for r in requests) or "no pending requests")
+
+
+def _export(checkpoint: Checkpoint, as_json: bool) -> None:
+    _print_json(checkpoint_export(checkpoint))  # export is JSON either way
+
+
+_ON_CHECKPOINT = {"show": _show, "tree": _tree, "pending": _pending_command, "export": _export}
 
 
 async def _checkpoints(args: argparse.Namespace) -> int:
@@ -102,27 +128,19 @@ async def _checkpoints(args: argparse.Namespace) -> int:
         storage = stores.checkpoint_storage
         if args.action == "ls":
             ids = await storage.list_checkpoint_ids()
-            _print_json(ids) if args.json else print("\n".join(ids))
-            return 0
-        if args.action == "prune":
+            if args.json:
+                _print_json(ids)
+            else:
+                print("\n".join(ids))
+        elif args.action == "prune":
             removed = await storage.prune(args.checkpoint_id, keep=args.keep)
-            _print_json({"removed": removed}) if args.json else print(
-                f"removed {len(removed)} snapshot(s)" + "".join(f"\n  {r}" for r in removed))
-            return 0
-        checkpoint = await storage.load(args.checkpoint_id)
-        actions: dict[str, Callable[[], Awaitable[None] | None]] = {
-            "show": lambda: _show(checkpoint, args.json),
-            "tree": lambda: _print_json(checkpoint_export(checkpoint)["snapshots"])
-            if args.json else print(render_tree(checkpoint)),
-            "pending": lambda: _print_json(_pending(checkpoint)) if args.json
-            else print("\n".join(f"{r.get('request_id')}: {r.get('data')!r}"
-                                 for r in _pending(checkpoint)) or "no pending requests"),
-            "export": lambda: _print_json(checkpoint_export(checkpoint)),
-        }
-        outcome = actions[args.action]()
-        if outcome is not None:
-            await outcome
-        return 0
+            if args.json:
+                _print_json({"removed": removed})
+            else:
+                print(f"removed {len(removed)} snapshot(s)" + "".join(f"\n  {r}" for r in removed))
+        else:
+            _ON_CHECKPOINT[args.action](await storage.load(args.checkpoint_id), args.json)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from checkflow.checkpoints import CheckpointSnapshot
 from checkflow.errors import CorruptCheckpointError
 from checkflow.workflows import PendingRequest, RunStatus, Workflow
 
-__all__ = ["HeadFacts", "head_facts", "start_input_types"]
+__all__ = ["HeadFacts", "head_facts", "inspected_requests", "start_input_types"]
 
 HeadFacts = tuple[RunStatus, list[Any], Mapping[str, PendingRequest]]
 
@@ -51,3 +51,10 @@ def head_facts(workflow: Workflow, snapshot: CheckpointSnapshot) -> HeadFacts:
             f"snapshot {snapshot.snapshot_id!r} is not a workflow run state ({exc!r})"
         ) from exc
     return status, outputs, pending
+
+
+def inspected_requests(state: Mapping[str, Any]) -> list[Any]:
+    """The pending requests in an inspection-decoded state (as stored: type names, raw data)."""
+    pending = state.get("messages", {}).get("pending")
+    requests = pending.get("requests") if isinstance(pending, dict) else None
+    return list(requests.values()) if isinstance(requests, dict) else []
