@@ -318,3 +318,36 @@ async def test_an_async_authenticate_hook_is_awaited(host: WorkflowHost) -> None
 
     async with client_for(create_app(host, authenticate=auth)) as client:
         assert (await run(client, "c", {"message": "x"})).status_code == 200
+
+
+class EchoAdapter:
+    """A minimal protocol adapter: one route that reports the principal and runs the host."""
+
+    def routes(self, host: WorkflowHost) -> list[Any]:
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        from checkflow.hosting import request_principal
+
+        async def echo(request: Request) -> JSONResponse:
+            principal = request_principal(request)
+            result = await host.run("echo", message="adapted", principal=principal)
+            return JSONResponse({"principal": principal, "outputs": result.outputs})
+
+        return [Route("/echo", echo, methods=["POST"])]
+
+
+async def test_adapters_are_mounted_beside_the_native_api(host: WorkflowHost) -> None:
+    from checkflow.hosting import Adapter
+
+    adapter = EchoAdapter()
+    assert isinstance(adapter, Adapter)
+    app = create_app(host, adapters=[adapter], authenticate=authenticate)
+    async with client_for(app) as client:
+        response = await client.post("/echo", headers={"authorization": "Bearer ann"})
+        assert response.json() == {"principal": "ann", "outputs": ["ADAPTED"]}
+        assert (await client.post("/echo")).status_code == 401
+        native = await client.get("/v1/conversations/echo",
+                                  headers={"authorization": "Bearer ann"})
+        assert native.json()["outputs"] == ["ADAPTED"]
