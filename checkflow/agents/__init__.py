@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from checkflow.agents._base import BaseAgent
-from checkflow.agents._executor import AgentExecutor, AgentExecutorRequest
+from checkflow.agents._executor import AgentExecutor, AgentExecutorRequest, AgentRunUpdateEvent
 from checkflow.agents._messages import (
     AgentInput,
     ChatMessage,
@@ -36,6 +36,7 @@ __all__ = [
     "AgentInput",
     "AgentResponse",
     "AgentResponseUpdate",
+    "AgentRunUpdateEvent",
     "BaseAgent",
     "ChatMessage",
     "Content",

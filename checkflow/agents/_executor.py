@@ -18,12 +18,18 @@ from checkflow.agents._messages import (
     normalize_messages,
 )
 from checkflow.agents._protocol import Agent
-from checkflow.agents._types import AgentResponse
+from checkflow.agents._types import AgentResponse, AgentResponseUpdate
 from checkflow.sessions import AgentSession
 from checkflow.state import register_state_type
-from checkflow.workflows import Executor, WorkflowContext, handler, response_handler
+from checkflow.workflows import (
+    Executor,
+    WorkflowContext,
+    WorkflowEvent,
+    handler,
+    response_handler,
+)
 
-__all__ = ["AgentExecutor", "AgentExecutorRequest"]
+__all__ = ["AgentExecutor", "AgentExecutorRequest", "AgentRunUpdateEvent"]
 
 _SESSION = "session"
 _AWAITING = "awaiting"  # request ids the agent asked and that are not all answered yet
@@ -36,6 +42,14 @@ class AgentExecutorRequest:
     """Explicit input for an ``AgentExecutor``: the messages to send the agent this turn."""
 
     messages: list[ChatMessage] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class AgentRunUpdateEvent(WorkflowEvent):
+    """A piece of an agent's reply, emitted live by ``AgentExecutor(..., stream=True)``."""
+
+    executor_id: str
+    update: AgentResponseUpdate
 
 
 AgentExecutorInput = str | ChatMessage | list[ChatMessage] | AgentExecutorRequest | AgentResponse
@@ -51,13 +65,22 @@ class AgentExecutor(Executor):
     back after the turn. When the agent answers with ``UserInputRequestContent``s, each becomes
     ``ctx.request_info(...)`` under the content's ``request_id``; once all are answered the
     agent gets them as ``FunctionResultContent``s and its reply is sent on. With
-    ``output_response=True`` each reply is also yielded as a workflow output.
+    ``output_response=True`` each reply is also yielded as a workflow output; with
+    ``stream=True`` the agent streams and each update is emitted as an ``AgentRunUpdateEvent``.
     """
 
-    def __init__(self, agent: Agent, *, id: str | None = None, output_response: bool = False):
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        id: str | None = None,
+        output_response: bool = False,
+        stream: bool = False,
+    ) -> None:
         super().__init__(id if id is not None else agent.name)
         self._agent = agent
         self._output_response = output_response
+        self._stream = stream
 
     @property
     def agent(self) -> Agent:
@@ -99,7 +122,14 @@ class AgentExecutor(Executor):
         session = state.get(_SESSION)
         if not isinstance(session, AgentSession):
             session = self._agent.create_session()
-        response = await self._agent.run(messages, session=session)
+        if self._stream:
+            updates = []
+            async for update in self._agent.run(messages, session=session, stream=True):
+                updates.append(update)
+                await ctx.add_event(AgentRunUpdateEvent(self.id, update))
+            response = AgentResponse.from_updates(updates)
+        else:
+            response = await self._agent.run(messages, session=session)
         state[_SESSION] = session
         requests = response.user_input_requests
         if requests:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from checkflow.agents._base import BaseAgent, append_history
+from checkflow.agents._executor import AgentRunUpdateEvent
 from checkflow.agents._messages import (
     ChatMessage,
     FunctionCallContent,
@@ -55,6 +57,14 @@ if not is_registered(Checkpoint):
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """A message of the reply; ``streamed`` if its content already went out as updates."""
+
+    message: ChatMessage
+    streamed: bool
+
+
 class WorkflowAgent(BaseAgent):
     """Runs ``workflow`` as an agent: ``run(messages, session=...)`` is one workflow run.
 
@@ -62,7 +72,8 @@ class WorkflowAgent(BaseAgent):
     as assistant messages (an ``AgentResponse`` output contributes its messages). A run whose
     messages carry ``FunctionResultContent``s answers the pending requests with those call
     ids instead; requests still pending end the reply as one message of ``request_info``
-    calls. With ``stream=True`` each output is streamed as soon as the workflow yields it. A
+    calls. With ``stream=True`` each output is streamed as soon as the workflow yields it, and
+    the updates of ``AgentExecutor(..., stream=True)`` nodes as they arrive. A
     failed or abandoned run leaves the session as it was, so the next run starts from the
     last good turn.
     """
@@ -95,34 +106,47 @@ class WorkflowAgent(BaseAgent):
         return self._storage
 
     async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
-        reply = [message async for message in self._turn(messages, session)]
+        reply = [i.message async for i in self._turn(messages, session) if isinstance(i, _Reply)]
         return AgentResponse(messages=reply, author_name=self.name)
 
     async def _stream(
         self, messages: list[ChatMessage], session: AgentSession
     ) -> AsyncIterator[AgentResponseUpdate]:
         async with contextlib.aclosing(self._turn(messages, session)) as turn:
-            async for message in turn:  # closing this stream closes (cancels) the run
-                yield AgentResponseUpdate(message.contents, message.role, self.name)
+            async for item in turn:  # closing this stream closes (cancels) the run
+                if isinstance(item, AgentResponseUpdate):
+                    yield item
+                elif not item.streamed:
+                    message = item.message
+                    yield AgentResponseUpdate(message.contents, message.role, self.name)
 
     async def _turn(
         self, messages: list[ChatMessage], session: AgentSession
-    ) -> AsyncGenerator[ChatMessage, None]:
-        """One workflow run: its outputs as they are yielded, then the pending requests.
+    ) -> AsyncGenerator[_Reply | AgentResponseUpdate, None]:
+        """One workflow run: agents' live updates and the outputs as they are yielded, then
+        the pending requests.
 
-        The session is updated once the run has ended; a run that fails or is abandoned
-        leaves it (and an unattached checkpoint's head) at the last good turn.
+        An ``AgentResponse`` output of an executor whose updates were already passed on is
+        marked ``streamed``. The session is updated once the run has ended; a run that fails
+        or is abandoned leaves it (and an unattached checkpoint's head) at the last good turn.
         """
         checkpoint = await self._checkpoint(session)
         good_head = checkpoint.head_snapshot_id
         reply: list[ChatMessage] = []
+        streaming: set[str] = set()  # executors whose agent updates were passed on
         try:
             async with self._start(messages, checkpoint) as events:
                 async for event in events:
-                    if isinstance(event, OutputEvent):
+                    if isinstance(event, AgentRunUpdateEvent):
+                        streaming.add(event.executor_id)
+                        yield event.update
+                    elif isinstance(event, OutputEvent):
+                        streamed = event.executor_id in streaming and isinstance(
+                            event.data, AgentResponse
+                        )
                         for message in _as_messages(event.data):
                             reply.append(message)
-                            yield message
+                            yield _Reply(message, streamed)
                 result = await events.get_result()
         except BaseException:
             if checkpoint.checkpoint_storage is None and good_head is not None:
@@ -134,7 +158,7 @@ class WorkflowAgent(BaseAgent):
         )
         append_history(session, [*messages, *reply, *calls])
         for message in calls:
-            yield message
+            yield _Reply(message, False)
 
     def _start(self, messages: list[ChatMessage], checkpoint: Checkpoint) -> WorkflowRunStream:
         """The run these messages ask for: answers to pending requests, or a new input."""

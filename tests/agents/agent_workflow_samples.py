@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fresh_interpreter import run_main
@@ -12,10 +13,12 @@ from fresh_interpreter import run_main
 from checkflow.agents import (
     AgentExecutor,
     AgentResponse,
+    AgentResponseUpdate,
     BaseAgent,
     ChatMessage,
     FunctionResultContent,
     ScriptedAgent,
+    TextContent,
     UserInputRequestContent,
 )
 from checkflow.agents._base import append_history, get_history
@@ -90,6 +93,22 @@ class BarrierAgent(BaseAgent):
         reply = ChatMessage("assistant", "echo " + " ".join(m.text for m in messages))
         append_history(session, [*messages, reply])
         return AgentResponse(messages=[reply], author_name=self.name)
+
+
+class WordStreamingAgent(BaseAgent):
+    """Streams ``"echo <input>"`` one word per update; records the turn once it is complete."""
+
+    async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
+        return AgentResponse.from_updates([u async for u in self._stream(messages, session)])
+
+    async def _stream(
+        self, messages: list[ChatMessage], session: AgentSession
+    ) -> AsyncIterator[AgentResponseUpdate]:
+        words = ["echo", *" ".join(m.text for m in messages).split()]
+        for index, word in enumerate(words):
+            yield AgentResponseUpdate((TextContent(word if index == 0 else " " + word),))
+        reply = ChatMessage("assistant", " ".join(words))
+        append_history(session, [*messages, reply])
 
 
 def run_fresh(*argv: str) -> dict[str, Any]:

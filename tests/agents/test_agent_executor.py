@@ -9,6 +9,7 @@ from agent_workflow_samples import (
     PUBLISH,
     AskTwiceAgent,
     BarrierAgent,
+    WordStreamingAgent,
     build_chain,
     build_publisher,
     history_texts,
@@ -19,6 +20,7 @@ from checkflow.agents import (
     AgentExecutor,
     AgentExecutorRequest,
     AgentResponse,
+    AgentRunUpdateEvent,
     ChatMessage,
     ScriptedAgent,
 )
@@ -199,3 +201,17 @@ def test_the_executor_object_holds_no_session():
     node = AgentExecutor(ScriptedAgent("writer", ["x"]))
     assert node.id == "writer"
     assert not any(isinstance(v, AgentSession) for v in vars(node).values())
+
+
+async def test_a_streaming_executor_emits_each_update_and_sends_the_whole_response():
+    node = AgentExecutor(WordStreamingAgent("echo"), output_response=True, stream=True)
+    workflow = WorkflowBuilder(node).build()
+
+    result = await workflow.run("two owls")
+
+    updates = [e for e in result.events if isinstance(e, AgentRunUpdateEvent)]
+    assert [u.update.text for u in updates] == ["echo", " two", " owls"]
+    assert {u.executor_id for u in updates} == {"echo"}
+    assert [o.text for o in result.get_outputs()] == ["echo two owls"]
+    session = result.checkpoint.head_snapshot.state["executor_states"]["echo"]["session"]
+    assert history_texts(session) == ["user:two owls", "assistant:echo two owls"]

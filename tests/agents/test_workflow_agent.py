@@ -5,9 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agent_workflow_samples import build_chain, build_publisher, history_texts, run_fresh
+from agent_workflow_samples import (
+    WordStreamingAgent,
+    build_chain,
+    build_publisher,
+    history_texts,
+    run_fresh,
+)
 
 from checkflow.agents import (
+    AgentExecutor,
     ChatMessage,
     FunctionCallContent,
     FunctionResultContent,
@@ -270,3 +277,21 @@ async def test_an_abandoned_stream_cancels_the_run_and_leaves_the_session_unchan
     released.set()
     done = await agent.run("hi", session=session)
     assert done.text == "firstsecond"
+
+
+async def test_a_streamed_agent_inside_the_workflow_streams_through_the_workflow_agent():
+    node = AgentExecutor(WordStreamingAgent("echo"), output_response=True, stream=True)
+    agent = WorkflowBuilder(node).build().as_agent()
+    session = agent.create_session()
+
+    updates = [u.text async for u in agent.run("two owls", session=session, stream=True)]
+    whole = await agent.run("once more", session=session)
+
+    assert updates == ["echo", " two", " owls"]  # the final AgentResponse is not repeated
+    assert whole.text == "echo once more"
+    assert history_texts(session) == [
+        "user:two owls",
+        "assistant:echo two owls",
+        "user:once more",
+        "assistant:echo once more",
+    ]
