@@ -139,7 +139,10 @@ class FileCheckpointStorage:
             )
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
-        """Read the log, verify the head's state decodes, and attach the checkpoint here."""
+        """Read the log, verify the head's bytes are intact, and attach the checkpoint here.
+
+        Older snapshots are checked when read; unregistered types fail at ``state`` access.
+        """
         async with self._lock(checkpoint_id):
             loaded = await asyncio.to_thread(self._load_sync, checkpoint_id)
         source = str(self._folder(checkpoint_id) / _LOG)
@@ -154,7 +157,7 @@ class FileCheckpointStorage:
             head_snapshot_id=last.snapshot_id,
             checkpoint_storage=self,
         )
-        snapshots[-1].state  # noqa: B018 - verify the head decodes now, not mid-run
+        snapshots[-1].verify()  # a damaged head fails here, not mid-run
         return checkpoint
 
     async def delete(self, checkpoint_id: str) -> None:

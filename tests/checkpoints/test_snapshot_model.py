@@ -129,6 +129,15 @@ def test_a_corrupt_part_raises_corrupt_checkpoint_at_access_naming_the_source(ma
         _ = snapshot.state
 
 
+def test_verify_accepts_intact_bytes_and_rejects_a_corrupt_part(make_state) -> None:
+    good = CheckpointSnapshot(state=make_state(1, pair=(1, 2))).record
+    CheckpointSnapshot.from_record(good).verify()
+    parts = {**good.parts, "workflow_state": {"n": b"\x93not json"}}
+    bad = CheckpointSnapshot.from_record(msgspec.structs.replace(good, parts=parts), source="s")
+    with pytest.raises(CorruptCheckpointError, match="s: "):
+        bad.verify()
+
+
 def test_snapshot_ids_are_unique_and_sort_in_creation_order_within_a_millisecond() -> None:
     ids = [new_snapshot_id() for _ in range(5000)]
     assert len(set(ids)) == len(ids)

@@ -14,6 +14,7 @@ from checkflow.errors import (
     CheckpointConflictError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
+    UnregisteredStateTypeError,
     UnsupportedFormatVersionError,
 )
 from checkflow.storage import FileCheckpointStorage
@@ -255,6 +256,18 @@ async def test_an_older_bad_state_raises_corrupt_when_it_is_read(root: Path, mak
     assert loaded.head_snapshot.state == make_state(1)
     with pytest.raises(CorruptCheckpointError, match="cannot be decoded"):
         _ = loaded.get_snapshot(bad.snapshot_id).state
+
+
+async def test_a_head_with_an_unregistered_type_loads_and_fails_only_when_read(
+    root: Path, make_state
+) -> None:
+    storage = FileCheckpointStorage(root)
+    foreign = b'{"$type":"other_app.Invoice","$value":{"total":3}}'  # registered elsewhere
+    snapshot = with_part(CheckpointSnapshot(state=make_state()).record, foreign)
+    await storage.commit_snapshot(Checkpoint("run-1"), snapshot, expected_head_snapshot_id=None)
+    loaded = await FileCheckpointStorage(root).load("run-1")  # e.g. an export tool
+    with pytest.raises(UnregisteredStateTypeError, match=r"other_app\.Invoice"):
+        _ = loaded.head_snapshot.state
 
 
 async def test_instances_on_one_root_see_each_others_commits(root: Path, make_state) -> None:
