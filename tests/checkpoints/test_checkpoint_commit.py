@@ -129,17 +129,6 @@ async def cancel_in_flight(checkpoint: Checkpoint, storage: GatedStorage, state)
         await commit
 
 
-async def test_a_cancelled_commit_still_lands_in_memory_and_storage_together(make_state) -> None:
-    storage = GatedStorage()
-    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
-    await cancel_in_flight(checkpoint, storage, make_state(1))
-    storage.gate.set()
-    await storage.finished.wait()
-    stored = await storage.load("run-1")
-    assert checkpoint.head_snapshot_id == stored.head_snapshot_id is not None
-    assert [s.snapshot_id for s in checkpoint.snapshots] == [stored.head_snapshot_id]
-
-
 async def test_a_commit_after_a_cancelled_one_waits_for_it_and_does_not_conflict(
     make_state,
 ) -> None:

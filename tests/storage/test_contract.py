@@ -5,6 +5,9 @@ Backend-independent behaviour only: what a caller of any storage may rely on.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 from checkflow.checkpoints import Checkpoint, CheckpointStorage, active_run
@@ -27,6 +30,25 @@ async def branched(storage: CheckpointStorage, make_state, checkpoint_id: str = 
     checkpoint.restart_from(first.snapshot_id)
     fourth = await checkpoint.commit_snapshot(state=make_state(4))
     return checkpoint, [first, second, third, fourth]
+
+
+class GatedStorage:
+    """Wraps any backend; holds each commit at a gate before handing it to the backend."""
+
+    def __init__(self, inner: CheckpointStorage) -> None:
+        self.inner, self.format = inner, inner.format
+        self.entered, self.gate, self.finished = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def commit_snapshot(self, checkpoint, snapshot, *, expected_head_snapshot_id) -> None:
+        self.entered.set()
+        await self.gate.wait()
+        await self.inner.commit_snapshot(
+            checkpoint, snapshot, expected_head_snapshot_id=expected_head_snapshot_id
+        )
+        self.finished.set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 async def loaded_twice(storage: CheckpointStorage, make_state) -> tuple[Checkpoint, Checkpoint]:
@@ -243,6 +265,25 @@ async def test_commits_after_a_prune_still_persist(checkpoint_storage, make_stat
     loaded = await checkpoint_storage.load("run-1")
     assert loaded.head_snapshot_id == later.snapshot_id
     assert loaded.head_snapshot.state == make_state(5)
+
+
+async def test_a_commit_cancelled_in_flight_lands_in_memory_and_storage_alike(
+    checkpoint_storage, make_state
+) -> None:
+    gated = GatedStorage(checkpoint_storage)
+    checkpoint = Checkpoint("run-1", checkpoint_storage=gated)
+    commit = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
+    await gated.entered.wait()
+    commit.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await commit
+    gated.gate.set()
+    await gated.finished.wait()
+    stored = await checkpoint_storage.load("run-1")
+    assert checkpoint.head_snapshot_id == stored.head_snapshot_id is not None
+    assert [s.snapshot_id for s in checkpoint.snapshots] == [stored.head_snapshot_id]
+    later = await checkpoint.commit_snapshot(state=make_state(2))  # no conflict afterwards
+    assert (await checkpoint_storage.load("run-1")).head_snapshot_id == later.snapshot_id
 
 
 async def test_two_objects_loaded_from_one_storage_share_the_run_guard(
