@@ -60,9 +60,9 @@ class AgentExecutor(Executor):
 
     Input is a str, a ``ChatMessage``, a ``list[ChatMessage]``, an ``AgentExecutorRequest``
     or an upstream agent's ``AgentResponse`` (its messages arrive as user messages: they are
-    this agent's input, not its own turns). The
-    session is taken from ``ctx.executor_state["session"]`` (created on first use) and stored
-    back after the turn. When the agent answers with ``UserInputRequestContent``s, each becomes
+    this agent's input, not its own turns). The session is taken from
+    ``ctx.executor_state["session"]`` (created on first use) and stored back after the turn.
+    When the agent answers with ``UserInputRequestContent``s, each becomes
     ``ctx.request_info(...)`` under the content's ``request_id``; once all are answered the
     agent gets them as ``FunctionResultContent``s and its reply is sent on. With
     ``output_response=True`` each reply is also yielded as a workflow output; with
