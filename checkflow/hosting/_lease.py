@@ -62,10 +62,14 @@ class ConversationLease:
     host; only a host that died stops renewing.
     """
 
-    def __init__(self, manager: LeaseManager, key: ConversationKey, session: AgentSession):
+    def __init__(
+        self, manager: LeaseManager, key: ConversationKey, session: AgentSession,
+        *, took_over: bool = False,
+    ) -> None:
         self._manager = manager
         self.key = key
         self.session = session
+        self.took_over = took_over  # an expired lease of another owner was replaced
         self._stop = asyncio.Event()
         self._renewer = asyncio.create_task(self._renew())
 
@@ -87,9 +91,10 @@ class ConversationLease:
     async def release(self, update: SessionUpdate | None = None) -> None:
         """Stop renewing; apply ``update`` to the session, clear the lease and store it (CAS).
 
-        If another writer replaced the session meanwhile (only possible when two hosts
-        created one brand-new conversation at the same instant, or after the lease expired),
-        the update is re-applied to the fresh session unless someone else holds it now.
+        If another writer replaced the session meanwhile (two hosts creating one brand-new
+        conversation at the same instant, or a lease that expired), ``update`` is re-applied
+        to the fresh session, leaving a live lease of another host in place, so neither
+        host's record is lost. ``update`` must therefore be safe to apply to any version.
         """
         try:
             self._stop.set()
@@ -101,20 +106,21 @@ class ConversationLease:
     async def _store(self, update: SessionUpdate | None) -> None:
         store = self._manager.store
         session = self.session
-        for _attempt in range(2):
+        for _attempt in range(3):
             if update is not None:
                 update(session.state)
-            session.state.pop(LEASE_KEY, None)
+            if self._manager.foreign_lease_remaining(session) == 0:
+                session.state.pop(LEASE_KEY, None)  # ours, or expired: end it
             try:
                 await store.set(session, expected_version=session.version)
                 return
             except SessionConflictError:
                 fresh = await store.get(session.session_id)
-                if fresh is None or self._manager.foreign_lease_remaining(fresh) > 0:
-                    break
-                session = fresh
+                if fresh is None:
+                    break  # the conversation was deleted meanwhile
+                session = fresh  # re-apply to what is there; a live foreign lease is kept
         _log.warning(
-            "conversation %r: session changed by another host while running; update dropped",
+            "conversation %r: the session kept changing under this host; update dropped",
             self.key.conversation_id,
         )
 
@@ -160,9 +166,11 @@ class LeaseManager:
         remaining = self.foreign_lease_remaining(session)
         if remaining > 0:
             raise ConversationBusyError(key.conversation_id, retry_after=math.ceil(remaining))
+        previous = session.state.get(LEASE_KEY)
+        took_over = isinstance(previous, dict) and previous.get("owner") != self.owner
         session.state[LEASE_KEY] = self.new_lease()
         try:
             await self.store.set(session, expected_version=session.version)
         except SessionConflictError:
             raise ConversationBusyError(key.conversation_id, retry_after=1.0) from None
-        return ConversationLease(self, key, session)
+        return ConversationLease(self, key, session, took_over=took_over)

@@ -234,7 +234,8 @@ class WorkflowHost:
         if checkpoint is None:
             if from_snapshot is not None:
                 raise SnapshotNotFoundError(key.checkpoint_id(generation), from_snapshot)
-            checkpoint, generation = await self._fresh_checkpoint(workflow, key, generation)
+            checkpoint, generation = await self._fresh_checkpoint(
+                workflow, key, generation, after_crash=lease.took_over)
         else:
             target = from_snapshot if from_snapshot is not None else good_head
             if target is not None and target != checkpoint.head_snapshot_id:
@@ -258,16 +259,23 @@ class WorkflowHost:
         return checkpoint, head
 
     async def _fresh_checkpoint(
-        self, workflow: Workflow, key: ConversationKey, generation: int
+        self, workflow: Workflow, key: ConversationKey, generation: int, *, after_crash: bool
     ) -> tuple[Checkpoint, int]:
-        """A new checkpoint whose id is free in the storage (a crash may have left one)."""
-        while True:
-            checkpoint_id = key.checkpoint_id(generation)
+        """A new checkpoint for ``generation`` (attached to the host's storage).
+
+        After a host died mid-run (its expired lease was taken over) a checkpoint it began may
+        exist without a reference; then the next free generation is used. Otherwise the id is
+        used as is: a second host racing to create the same conversation then fails its
+        first commit (the storage's conflict check), which reports the conversation busy.
+        """
+        checkpoint_id = key.checkpoint_id(generation)
+        while after_crash:
             try:
                 await self.checkpoint_storage.load(checkpoint_id)
             except CheckpointNotFoundError:
                 break
             generation += 1
+            checkpoint_id = key.checkpoint_id(generation)
         checkpoint = workflow.create_checkpoint(
             checkpoint_id=checkpoint_id, checkpoint_storage=self.checkpoint_storage
         )
@@ -291,7 +299,7 @@ class WorkflowHost:
                 await self.checkpoint_storage.delete(checkpoint.checkpoint_id)
 
         def update(state: dict[str, Any]) -> None:
-            state["generation"] = generation
+            state["generation"] = max(int(state.get("generation", 0)), generation)
             if good_head is None:
                 state.pop("checkpoint", None)
             else:
@@ -313,14 +321,15 @@ class WorkflowHost:
         )
 
     async def _abandon(self, prepared: _Prepared) -> None:
-        """End the lease after a run that did not finish (cancelled, storage error)."""
-        good_head = prepared.good_head
-        checkpoint = prepared.checkpoint
+        """End the lease after a run that did not finish (cancelled, conflict, storage error).
+
+        The conversation keeps its good head; an unfinished first run moves the generation
+        on, so the next attempt never collides with whatever that run left in the storage.
+        """
+        bump = 1 if prepared.good_head is None else 0
 
         def update(state: dict[str, Any]) -> None:
-            state["generation"] = prepared.generation + (
-                1 if good_head is None and checkpoint.head_snapshot_id is not None else 0
-            )
+            state["generation"] = max(int(state.get("generation", 0)), prepared.generation + bump)
 
         await prepared.lease.release(update)
 

@@ -121,11 +121,6 @@ def test_an_unknown_storage_scheme_is_an_error(capsys: Any) -> None:
     assert "s3" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FileCheckpointStorage.load() decodes the head with the full codec to verify it, so "
-    "a process without the custom types cannot load the checkpoint at all (reported)",
-)
 def test_export_in_a_process_without_the_types_shows_them_opaque(storage_url: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "checkflow", "checkpoints", "export", "cp-1",

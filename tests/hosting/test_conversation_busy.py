@@ -14,6 +14,8 @@ from hosting_flows import Gate, build
 from checkflow.errors import ConversationBusyError
 from checkflow.hosting import WorkflowHost
 from checkflow.hosting._keys import ConversationKey
+from checkflow.sessions import AgentSession, InMemorySessionStore
+from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import RunStatus, WorkflowStatusEvent
 
 
@@ -171,3 +173,36 @@ async def test_a_run_longer_than_its_lease_keeps_renewing_it(
     assert (await first).outputs == ["HOLD"]
     stored = await short.session_store.get(key.session_id)
     assert stored is not None and "lease" not in stored.state
+
+
+class RacingSessions(InMemorySessionStore):
+    """A session store whose first two reads of a session wait for each other (a barrier),
+    so two hosts both see a brand-new conversation before either writes its lease."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.barrier = asyncio.Barrier(2)
+        self.reads = 0
+
+    async def get(self, session_id: str) -> AgentSession | None:
+        found = await super().get(session_id)
+        self.reads += 1
+        if self.reads <= 2:
+            await self.barrier.wait()
+        return found
+
+
+async def test_two_hosts_creating_one_conversation_at_once_run_it_once() -> None:
+    sessions, storage = RacingSessions(), InMemoryCheckpointStorage()
+    a = WorkflowHost(build(), session_store=sessions, checkpoint_storage=storage)
+    b = WorkflowHost(build(), session_store=sessions, checkpoint_storage=storage)
+    outcomes = await asyncio.gather(a.run("new", message="a"), b.run("new", message="b"),
+                                    return_exceptions=True)
+    (won,) = [o for o in outcomes if not isinstance(o, BaseException)]
+    (lost,) = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(lost, ConversationBusyError)
+    state = await a.get_conversation("new")
+    assert state.resume_token == won.resume_token  # the winner's record survived the race
+    assert state.outputs == won.outputs
+    assert (await b.run("new", message="after")).outputs == ["AFTER"]
+    assert len(await storage.list_checkpoint_ids()) == 1
