@@ -206,3 +206,17 @@ async def test_two_hosts_creating_one_conversation_at_once_run_it_once() -> None
     assert state.outputs == won.outputs
     assert (await b.run("new", message="after")).outputs == ["AFTER"]
     assert len(await storage.list_checkpoint_ids()) == 1
+
+
+async def test_a_first_run_whose_host_died_leaves_nothing_in_the_way(host: WorkflowHost) -> None:
+    key = ConversationKey(None, "c-1")
+    workflow = await host.workflow()
+    orphan = workflow.create_checkpoint(checkpoint_id=key.checkpoint_id(0),
+                                        checkpoint_storage=host.checkpoint_storage)
+    await workflow.run("lost", checkpoint=orphan)  # what the dead host committed
+    dead = {"owner": "dead-host", "expires_at": time.time() - 1}
+    await host.session_store.set(AgentSession(key.session_id, {"lease": dead}))
+    result = await host.run("c-1", message="fresh")
+    assert result.outputs == ["FRESH"]
+    assert result.resume_token is not None
+    assert result.resume_token.checkpoint_id == key.checkpoint_id(1)
