@@ -49,7 +49,7 @@ class Money:
         return cls(raw["cents"])
 
 
-register_state_type(Money, type_id="tests.Money")
+register_state_type(Money, type_id="tests.workflows.Money")
 
 
 class Asker(Executor):
