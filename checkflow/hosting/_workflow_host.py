@@ -38,14 +38,10 @@ from checkflow.hosting._lease import ConversationLease, LeaseManager, new_owner_
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._target import Resolver
 from checkflow.sessions import InMemorySessionStore, SessionStore
-from checkflow.state import is_registered, register_state_type
 from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import RunStatus, Workflow, WorkflowEvent, WorkflowRunResult
 
 __all__ = ["HostedRunStream", "WorkflowHost"]
-
-if not is_registered(CheckpointReference):  # sessions hold it; register once, same id everywhere
-    register_state_type(CheckpointReference, type_id="checkflow.CheckpointReference")
 
 T = TypeVar("T")
 SignatureMismatchPolicy = Literal["reject", "new_checkpoint"]
