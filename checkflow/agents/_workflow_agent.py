@@ -27,7 +27,6 @@ from checkflow.agents._types import AgentResponse, AgentResponseUpdate
 from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
 from checkflow.errors import AgentError, WorkflowValidationError
 from checkflow.sessions import AgentSession
-from checkflow.state import is_registered, register_state_type
 from checkflow.workflows import OutputEvent
 
 if TYPE_CHECKING:
@@ -40,21 +39,6 @@ CHECKPOINT_KEY: Final = "checkpoint"
 
 REQUEST_INFO: Final = "request_info"
 """The function name under which pending workflow requests are surfaced."""
-
-
-def _checkpoint_from_bytes(data: bytes) -> Checkpoint:
-    return Checkpoint.from_bytes(data, "msgpack", source="session state")
-
-
-if not is_registered(CheckpointReference):  # the hosts register it the same way
-    register_state_type(CheckpointReference, type_id="checkflow.CheckpointReference")
-if not is_registered(Checkpoint):
-    register_state_type(
-        Checkpoint,
-        type_id="checkflow.Checkpoint",
-        encoder=lambda checkpoint: checkpoint.to_bytes("msgpack"),
-        decoder=_checkpoint_from_bytes,
-    )
 
 
 @dataclass(frozen=True, slots=True)
