@@ -64,6 +64,7 @@ class Checkpoint:
         self.graph_signature_hash = graph_signature_hash
         self._storage = checkpoint_storage
         self._commit_lock = asyncio.Lock()
+        self._restarts = 0  # bumped by restart_from: a commit landing later leaves the head be
         self._set_graph(list(snapshots), head_snapshot_id)
 
     def _set_graph(self, snapshots: list[CheckpointSnapshot], head: str | None) -> None:
@@ -152,11 +153,14 @@ class Checkpoint:
     def restart_from(self, snapshot_id: str) -> None:
         """Make ``snapshot_id`` the working head; the next commit branches from it.
 
-        Nothing is deleted, and nothing is persisted until that next commit.
+        Nothing is deleted, and nothing is persisted until that next commit. Called while a
+        commit is in flight, the caller's choice wins: that commit still lands (it becomes the
+        persisted head and a retained snapshot) but the working head stays ``snapshot_id``.
         """
         check_not_in_use(self, "restart")
         self.get_snapshot(snapshot_id)
         self._head = snapshot_id
+        self._restarts += 1
 
     async def commit_snapshot(
         self, *, state: Mapping[str, Any], metadata: Mapping[str, Any] | None = None
@@ -181,29 +185,37 @@ class Checkpoint:
             self._commit_lock.release()
             raise
         if storage is None:
-            self._append(snapshot)
+            self._append(snapshot, self._restarts)
             self._commit_lock.release()
             return snapshot
-        task = asyncio.ensure_future(self._persist(storage, snapshot, self._persisted_head))
+        persist = self._persist(storage, snapshot, self._persisted_head, self._restarts)
+        task = asyncio.ensure_future(persist)
         # The task, not this caller, releases the lock: a cancelled caller must not let the
         # next commit start before this one's outcome is in memory.
         task.add_done_callback(_release(self._commit_lock))
         return await asyncio.shield(task)
 
     async def _persist(
-        self, storage: CheckpointStorage, snapshot: CheckpointSnapshot, expected: str | None
+        self,
+        storage: CheckpointStorage,
+        snapshot: CheckpointSnapshot,
+        expected: str | None,
+        restarts: int,
     ) -> CheckpointSnapshot:
         await storage.commit_snapshot(self, snapshot, expected_head_snapshot_id=expected)
-        self._append(snapshot)
+        self._append(snapshot, restarts)
         return snapshot
 
-    def _append(self, snapshot: CheckpointSnapshot) -> None:
+    def _append(self, snapshot: CheckpointSnapshot, restarts: int) -> None:
+        """Record a landed commit; the working head follows unless restart_from moved it since."""
         sid = snapshot.snapshot_id
         self._snapshots[sid] = snapshot
         self._children[sid] = []
         if snapshot.parent_snapshot_id is not None:
             self._children[snapshot.parent_snapshot_id].append(sid)
-        self._head = self._persisted_head = sid
+        self._persisted_head = sid
+        if restarts == self._restarts:
+            self._head = sid
 
     async def refresh(self) -> None:
         """Reload snapshots and both heads from the attached storage (e.g. after a conflict)."""

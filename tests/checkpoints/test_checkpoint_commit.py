@@ -160,3 +160,64 @@ async def test_a_cancelled_commit_that_fails_in_storage_leaves_everything_unchan
     await storage.finished.wait()
     assert checkpoint.snapshots == [] and checkpoint.head_snapshot_id is None
     assert await storage.list_checkpoint_ids() == []
+
+
+async def commit_through_gate(checkpoint: Checkpoint, storage: GatedStorage, state):
+    """Commit with the gate open, then close it again for the next commit."""
+    storage.gate.set()
+    snapshot = await checkpoint.commit_snapshot(state=state)
+    for event in (storage.entered, storage.gate, storage.finished):
+        event.clear()
+    return snapshot
+
+
+async def test_restart_from_during_an_in_flight_commit_keeps_the_callers_head(
+    make_state,
+) -> None:
+    storage = GatedStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    first = await commit_through_gate(checkpoint, storage, make_state(1))
+    in_flight = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(2)))
+    await storage.entered.wait()
+    checkpoint.restart_from(first.snapshot_id)
+    storage.gate.set()
+    landed = await in_flight
+    assert checkpoint.head_snapshot_id == first.snapshot_id  # the caller's choice wins
+    assert checkpoint.persisted_head_snapshot_id == landed.snapshot_id
+    assert checkpoint.get_snapshot(landed.snapshot_id) == landed
+    branch = await checkpoint.commit_snapshot(state=make_state(3))
+    assert branch.parent_snapshot_id == first.snapshot_id
+    assert [s.snapshot_id for s in checkpoint.tips()] == [landed.snapshot_id, branch.snapshot_id]
+    assert (await storage.load("run-1")).head_snapshot_id == branch.snapshot_id
+
+
+async def test_a_commit_queued_behind_an_in_flight_one_attaches_to_the_restart_target(
+    make_state,
+) -> None:
+    storage = GatedStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    first = await commit_through_gate(checkpoint, storage, make_state(1))
+    in_flight = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(2)))
+    await storage.entered.wait()
+    queued = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(3)))
+    await asyncio.sleep(0)  # let it reach the commit lock (ordering only; no overlap needed)
+    checkpoint.restart_from(first.snapshot_id)
+    storage.gate.set()
+    await in_flight
+    assert (await queued).parent_snapshot_id == first.snapshot_id
+    assert checkpoint.head_snapshot_id == checkpoint.persisted_head_snapshot_id
+
+
+async def test_restart_from_during_a_cancelled_in_flight_commit_keeps_the_callers_head(
+    make_state,
+) -> None:
+    storage = GatedStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    first = await commit_through_gate(checkpoint, storage, make_state(1))
+    await cancel_in_flight(checkpoint, storage, make_state(2))
+    checkpoint.restart_from(first.snapshot_id)
+    storage.gate.set()
+    await storage.finished.wait()  # the shielded task records it before this wakes
+    assert checkpoint.head_snapshot_id == first.snapshot_id
+    assert checkpoint.persisted_head_snapshot_id == (await storage.load("run-1")).head_snapshot_id
+    assert len(checkpoint.snapshots) == 2
