@@ -2,7 +2,12 @@
 
 from checkflow.state._codec import Format, decode, encode, from_builtins, to_builtins
 from checkflow.state._inspect import OpaqueValue, decode_for_inspection
-from checkflow.state._registry import is_registered, register_state_type
+from checkflow.state._registry import (
+    is_registered,
+    register_state_type,
+    registered_type,
+    state_type_id,
+)
 
 __all__ = [
     "Format",
@@ -13,5 +18,7 @@ __all__ = [
     "from_builtins",
     "is_registered",
     "register_state_type",
+    "registered_type",
+    "state_type_id",
     "to_builtins",
 ]

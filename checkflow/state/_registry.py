@@ -31,6 +31,8 @@ __all__ = [
     "register_state_type",
     "registered_by_id",
     "registered_by_type",
+    "registered_type",
+    "state_type_id",
 ]
 
 T = TypeVar("T")
@@ -135,6 +137,18 @@ def register_state_type(
 def is_registered(cls: type) -> bool:
     """Whether instances of exactly ``cls`` can be encoded (subclasses need their own entry)."""
     return cls in registered_by_type
+
+
+def registered_type(type_id: str) -> type[Any] | None:
+    """The class registered under ``type_id`` in this process, if any."""
+    entry = registered_by_id.get(type_id)
+    return None if entry is None else entry.cls
+
+
+def state_type_id(cls: type) -> str | None:
+    """The type id ``cls`` is registered under, if it is registered."""
+    entry = registered_by_type.get(cls)
+    return None if entry is None else entry.type_id
 
 
 def _register(

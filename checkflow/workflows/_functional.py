@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from checkflow.state import register_state_type
+from checkflow.state import is_registered, register_state_type
 from checkflow.workflows._context import WorkflowContext
 from checkflow.workflows._dynamic import HandlerFunctions, handler_function
 from checkflow.workflows._executor import Executor
@@ -93,7 +93,8 @@ class FunctionalContext:
     ) -> Any:
         """Ask outside for input; the run pauses and ``run(responses=...)`` supplies it.
 
-        ``response_type`` must be a builtin or one of the workflow's ``response_types``.
+        ``response_type`` must be a builtin, one of the workflow's ``response_types`` or a
+        registered state type.
         Requests are asked one at a time, in the order the function reaches them.
         """
         replay = self._replay
@@ -103,12 +104,15 @@ class FunctionalContext:
             return answers[key]
         asked = replay.state.setdefault(_ASKED, {})
         if key not in asked and replay.claimed is None:
-            if builtin_type(type_name(response_type)) is None and not any(
-                response_type is t for t in (typing.Any, *self._declared)
+            if (
+                builtin_type(type_name(response_type)) is None
+                and not any(response_type == t for t in (typing.Any, *self._declared))
+                and not (isinstance(response_type, type) and is_registered(response_type))
             ):
                 raise TypeError(
-                    f"response_type {type_name(response_type)} must be a builtin or be "
-                    "declared in @workflow(response_types=[...])"
+                    f"response_type {type_name(response_type)} must be a builtin, be "
+                    "declared in @workflow(response_types=[...]) or be registered with "
+                    "checkflow.state.register_state_type"
                 )
             asked[key] = await replay.ctx.request_info(
                 data, response_type=response_type, request_id=request_id

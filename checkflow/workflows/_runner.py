@@ -234,11 +234,12 @@ class Runner:
     async def _commit(self, boundary: str) -> None:
         run, checkpoint = self._run, self._checkpoint
         metadata = {"boundary": boundary, "superstep": run.superstep, "status": run.status.value}
+        state = run.export(self._wf.type_ref)
         if checkpoint.checkpoint_storage is None:
-            snapshot = await checkpoint.commit_snapshot(state=run.export(), metadata=metadata)
+            snapshot = await checkpoint.commit_snapshot(state=state, metadata=metadata)
         else:  # a started storage commit finishes even if the run is cancelled meanwhile
             task = asyncio.ensure_future(
-                checkpoint.commit_snapshot(state=run.export(), metadata=metadata))
+                checkpoint.commit_snapshot(state=state, metadata=metadata))
             try:
                 snapshot = await asyncio.shield(task)
             except asyncio.CancelledError:
@@ -320,10 +321,11 @@ class Runner:
             raise TypeError(
                 f"executor {source_id!r} has no @response_handler accepting a "
                 f"{type_name(type(data))} request answered with {type_name(response_type)}")
-        if self._wf.resolve_type(type_name(response_type)) is not response_type:
+        if self._wf.type_ref(response_type) is None:
             raise TypeError(
                 f"response_type {type_name(response_type)} cannot be restored from a "
-                "checkpoint: name it in a @response_handler annotation of this workflow")
+                "checkpoint: name it in a @response_handler annotation of this workflow or "
+                "register it with checkflow.state.register_state_type")
         rid = request_id if request_id is not None else uuid.uuid4().hex
         if rid in self._run.requests:
             raise ValueError(f"a request with id {rid!r} is already pending")

@@ -120,8 +120,11 @@ class RunState:
                 source=f"checkpoint {checkpoint_id!r}") from exc
         return run
 
-    def export(self) -> dict[str, Any]:
-        """The four buckets, referencing the live objects (the commit encodes them at once)."""
+    def export(self, type_ref: Callable[[Any], str | None]) -> dict[str, Any]:
+        """The four buckets, referencing the live objects (the commit encodes them at once).
+
+        ``type_ref`` names a pending request's response type for storage.
+        """
         part = self._part
         return {
             "workflow_state": {
@@ -138,7 +141,9 @@ class RunState:
                 "input": part(*INPUT, self.inputs),
                 "pending": {
                     "messages": self.deliveries,
-                    "requests": {rid: _request_to_state(r) for rid, r in self.requests.items()},
+                    "requests": {
+                        rid: _request_to_state(r, type_ref) for rid, r in self.requests.items()
+                    },
                 },
                 "output": part(*OUTPUT, self.outputs),
             },
@@ -151,12 +156,14 @@ class RunState:
         return RunStatus.AWAITING_RESPONSES if self.requests else RunStatus.IDLE
 
 
-def _request_to_state(request: PendingRequest) -> dict[str, Any]:
+def _request_to_state(
+    request: PendingRequest, type_ref: Callable[[Any], str | None]
+) -> dict[str, Any]:
     return {
         "request_id": request.request_id,
         "source_executor_id": request.source_executor_id,
         "data": request.data,
-        "response_type": type_name(request.response_type),
+        "response_type": type_ref(request.response_type) or type_name(request.response_type),
     }
 
 

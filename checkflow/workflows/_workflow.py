@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, overload
 
 from checkflow.checkpoints import Checkpoint, CheckpointStorage
 from checkflow.errors import WorkflowValidationError
-from checkflow.state import is_registered, register_state_type
+from checkflow.state import is_registered, register_state_type, registered_type, state_type_id
 from checkflow.workflows._edges import EdgeGroup
 from checkflow.workflows._executor import Executor, ExecutorSpec
 from checkflow.workflows._results import WorkflowRunResult
@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from checkflow.agents import WorkflowAgent
 
 __all__ = ["Workflow"]
+
+_STATE_TYPE_PREFIX = "state:"
+"""Marks a stored type name that is a state codec type id rather than an annotation name."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -154,10 +157,25 @@ class Workflow:
             return WorkflowRunStream(runner)
         return runner.run()
 
+    def type_ref(self, tp: Any) -> str | None:
+        """The name a pending request's ``response_type`` is stored under, or ``None`` when a
+        rebuilt workflow could not restore it.
+
+        Restorable are builtins, annotations named by this graph's handlers (by
+        ``module.QualName``) and any class registered with the state codec (by its type id).
+        """
+        name = type_name(tp)
+        if self.resolve_type(name) == tp:
+            return name
+        type_id = state_type_id(tp) if isinstance(tp, type) else None
+        return None if type_id is None else _STATE_TYPE_PREFIX + type_id
+
     def resolve_type(self, name: str) -> Any:
         """The annotation a stored type name stands for, or ``None`` if this graph has none."""
         if name in self._types:
             return self._types[name]
+        if name.startswith(_STATE_TYPE_PREFIX):
+            return registered_type(name.removeprefix(_STATE_TYPE_PREFIX))
         if name == "typing.Any":
             return Any
         if name == "None":

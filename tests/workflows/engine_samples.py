@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import types
 from dataclasses import dataclass
 from typing import Any
+
+from fresh_interpreter import run_main
 
 from checkflow.storage import FileCheckpointStorage
 from checkflow.workflows import (
@@ -176,24 +177,4 @@ def main(argv: list[str]) -> None:
 
 def run_fresh(*argv: str) -> str:
     """Run ``main(argv)`` in a fresh interpreter and return its stdout."""
-    import os
-    import subprocess
-    from pathlib import Path
-
-    here = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parents[1])])}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys, engine_samples; engine_samples.main(sys.argv[1:])",
-            *argv,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    return run_main(__file__, *argv)

@@ -14,6 +14,7 @@ from fresh_interpreter import fresh_env, main_command
 from functional_samples import etl, log_lines
 
 from checkflow.errors import InvalidResponseError, WorkflowRunError
+from checkflow.state import register_state_type
 from checkflow.storage import FileCheckpointStorage
 from checkflow.workflows import (
     FunctionalContext,
@@ -189,10 +190,14 @@ async def test_an_answer_of_the_wrong_type_is_refused_and_changes_nothing():
     assert paused.checkpoint.head_snapshot_id == head
 
 
-async def test_an_undeclared_response_type_fails_the_run_with_a_clear_message():
+class Unregistered:
+    pass
+
+
+async def test_an_undeclared_unregistered_response_type_fails_the_run_with_a_clear_message():
     @workflow
     async def undeclared(n: int, ctx: FunctionalContext) -> None:
-        await ctx.request_info({"n": n}, response_type=Approval)
+        await ctx.request_info({"n": n}, response_type=Unregistered)
 
     with pytest.raises(WorkflowRunError) as caught:
         await undeclared.run(1)
@@ -271,3 +276,25 @@ async def test_a_new_message_restarts_the_function_and_a_stale_answer_is_ignored
 
     assert ignored.get_outputs() == []
     assert done.get_outputs() == ["published 7 by new"]
+
+
+@register_state_type(type_id="tests.workflows.functional.Grant")
+@dataclass(frozen=True)
+class Grant:
+    amount: int
+
+
+async def test_a_registered_state_type_needs_no_declaration_as_a_response_type():
+    @workflow
+    async def granted(n: int, ctx: FunctionalContext) -> int:
+        grant = await ctx.request_info({"n": n}, response_type=Grant)
+        return n + grant.amount
+
+    paused = await granted.run(1)
+    (request,) = paused.pending_requests.values()
+    assert request.response_type is Grant
+
+    result = await granted.run(
+        responses={request.request_id: {"amount": 4}}, checkpoint=paused.checkpoint
+    )
+    assert result.get_outputs() == [5]

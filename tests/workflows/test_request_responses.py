@@ -10,6 +10,7 @@ import pytest
 
 from checkflow.errors import InvalidResponseError, WorkflowRunError
 from checkflow.state import register_state_type
+from checkflow.storage import FileCheckpointStorage
 from checkflow.workflows import (
     Executor,
     RequestCancelled,
@@ -170,3 +171,71 @@ async def test_asking_for_a_type_no_response_handler_accepts_fails_the_requester
         WorkflowRunError, match="no @response_handler accepting a int request answered with str"
     ):
         await careless.run(1)
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """Registered with the codec, named by no handler annotation."""
+
+    number: int
+
+
+register_state_type(Ticket, type_id="tests.workflows.requests.Ticket")
+
+
+class Unregistered:
+    pass
+
+
+class AnyAnswer(Executor):
+    """Asks for whatever type its start message names; its response handler takes anything."""
+
+    @handler
+    async def ask(self, kind: str, ctx: WorkflowContext) -> None:
+        types = {"ticket": Ticket, "numbers": list[int], "unregistered": Unregistered}
+        await ctx.request_info(kind, response_type=types[kind], request_id=kind)
+
+    @response_handler
+    async def answered(self, kind: str, answer: Any, ctx: WorkflowContext) -> None:
+        await ctx.yield_output(answer)
+
+    @response_handler
+    async def numbers(self, kind: str, answer: list[int], ctx: WorkflowContext) -> None:
+        await ctx.yield_output(sum(answer))
+
+
+async def test_a_registered_state_type_is_a_response_type_that_survives_a_reload(tmp_path):
+    workflow = WorkflowBuilder(start_executor=AnyAnswer(id="asker")).build()
+    storage = FileCheckpointStorage(tmp_path)
+    checkpoint = workflow.create_checkpoint(checkpoint_id="t", checkpoint_storage=storage)
+    await workflow.run("ticket", checkpoint=checkpoint)
+
+    stored = checkpoint.head_snapshot.state["messages"]["pending"]["requests"]["ticket"]
+    assert stored["response_type"] == "state:tests.workflows.requests.Ticket"
+    reloaded = await storage.load("t")
+    rebuilt = WorkflowBuilder(start_executor=AnyAnswer(id="asker")).build()
+    bare = await rebuilt.run(checkpoint=reloaded)
+    assert bare.pending_requests["ticket"].response_type is Ticket
+
+    result = await rebuilt.run(responses={"ticket": {"number": 7}}, checkpoint=reloaded)
+    assert result.get_outputs() == [Ticket(7)]
+
+
+async def test_a_generic_response_type_equal_to_a_handler_annotation_is_accepted():
+    workflow = WorkflowBuilder(start_executor=AnyAnswer(id="asker")).build()
+    paused = await workflow.run("numbers")
+    assert paused.pending_requests["numbers"].response_type == list[int]
+
+    result = await workflow.run(responses={"numbers": [1, 2, 3]}, checkpoint=paused.checkpoint)
+    assert result.get_outputs() == [6]
+
+
+async def test_an_unrestorable_response_type_fails_the_requester_naming_the_remedy():
+    workflow = WorkflowBuilder(start_executor=AnyAnswer(id="asker")).build()
+    with pytest.raises(WorkflowRunError) as caught:
+        await workflow.run("unregistered")
+
+    message = str(caught.value.__cause__)
+    assert "Unregistered cannot be restored" in message
+    assert "register_state_type" in message
+    assert caught.value.result.checkpoint.head_snapshot.metadata["boundary"] == "input_accepted"
