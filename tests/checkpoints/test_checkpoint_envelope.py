@@ -46,8 +46,9 @@ async def test_an_unknown_envelope_version_raises_unsupported_format_version(
     document = msgspec.json.decode(branched.to_bytes())
     document["version"] = 99
     with pytest.raises(UnsupportedFormatVersionError, match="version 99") as caught:
-        Checkpoint.from_bytes(msgspec.json.encode(document))
+        Checkpoint.from_bytes(msgspec.json.encode(document), source="backup.json")
     assert caught.value.version == 99
+    assert "backup.json" in str(caught.value)
 
 
 async def test_an_unknown_envelope_kind_raises_unsupported_format_version() -> None:
@@ -61,8 +62,8 @@ async def test_an_unknown_snapshot_version_raises_unsupported_format_version(
 ) -> None:
     document = msgspec.json.decode(branched.to_bytes())
     document["snapshots"][1]["format_version"] = 3
-    with pytest.raises(UnsupportedFormatVersionError):
-        Checkpoint.from_bytes(msgspec.json.encode(document))
+    with pytest.raises(UnsupportedFormatVersionError, match=r"backup\.json"):
+        Checkpoint.from_bytes(msgspec.json.encode(document), source="backup.json")
 
 
 async def test_truncated_bytes_raise_corrupt_checkpoint_naming_the_source(
@@ -101,3 +102,32 @@ async def test_the_storage_attachment_is_never_serialized(make_state) -> None:
     await checkpoint.commit_snapshot(state=make_state())
     assert b"Storage" not in checkpoint.to_bytes()
     assert Checkpoint.from_bytes(checkpoint.to_bytes()).checkpoint_storage is None
+
+
+@pytest.mark.parametrize("fmt", ["json", "msgpack"])
+async def test_bytes_keep_a_working_head_moved_by_restart_from(branched: Checkpoint, fmt) -> None:
+    first = branched.snapshots[0]
+    branched.restart_from(first.snapshot_id)
+    restored = Checkpoint.from_bytes(branched.to_bytes(fmt), fmt)
+    assert restored.head_snapshot_id == first.snapshot_id
+    assert [s.snapshot_id for s in restored.tips()] == [s.snapshot_id for s in branched.tips()]
+    assert [s.snapshot_id for s in restored.children(first.snapshot_id)] == [
+        s.snapshot_id for s in branched.children(first.snapshot_id)
+    ]
+
+
+@pytest.mark.parametrize(("stored", "fmt"), [("msgpack", "json"), ("json", "msgpack")])
+async def test_bytes_of_another_format_than_the_storage_carry_the_same_state(
+    make_state, stored, fmt
+) -> None:
+    from checkflow.storage import InMemoryCheckpointStorage
+
+    storage = InMemoryCheckpointStorage(format=stored)
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    first = await checkpoint.commit_snapshot(state=make_state(1, when=(1, 2), raw=b"\x00\xff"))
+    await checkpoint.commit_snapshot(state=make_state(2))
+    checkpoint.restart_from(first.snapshot_id)
+    await checkpoint.commit_snapshot(state=make_state(3, tags={"a", "b"}))
+    restored = Checkpoint.from_bytes(checkpoint.to_bytes(fmt), fmt)
+    assert [s.state for s in restored.snapshots] == [s.state for s in checkpoint.snapshots]
+    assert {s.record.format for s in restored.snapshots} == {fmt}

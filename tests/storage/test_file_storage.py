@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
+import resource
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -18,7 +24,7 @@ from checkflow.errors import (
     UnsupportedFormatVersionError,
 )
 from checkflow.storage import FileCheckpointStorage
-from checkflow.storage._log import END, frame
+from checkflow.storage._log import END, frame, scan
 
 FUTURE_LOG = frame(  # a log header from a release that writes log version 9
     msgspec.json.encode(
@@ -214,8 +220,22 @@ async def test_an_unknown_log_version_raises_unsupported_format_version(
 ) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 1)
     log_of(root).write_bytes(FUTURE_LOG)
-    with pytest.raises(UnsupportedFormatVersionError, match="version 9"):
+    with pytest.raises(UnsupportedFormatVersionError, match="version 9") as caught:
         await FileCheckpointStorage(root).load("run-1")
+    assert str(log_of(root)) in str(caught.value)
+
+
+async def test_a_snapshot_of_an_unknown_version_raises_unsupported_naming_the_file(
+    root: Path, make_state
+) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 1)
+    payloads, _ = scan(log_of(root).read_bytes(), source="log")
+    commit = msgspec.json.decode(payloads[1])
+    commit["format_version"] = 3  # written by a future release
+    log_of(root).write_bytes(frame(payloads[0]) + frame(msgspec.json.encode(commit)))
+    with pytest.raises(UnsupportedFormatVersionError) as caught:
+        await FileCheckpointStorage(root).load("run-1")
+    assert str(log_of(root)) in str(caught.value)
 
 
 async def test_a_writer_never_truncates_a_log_of_an_unknown_version(root: Path, make_state) -> None:
@@ -319,3 +339,60 @@ async def test_delete_keeps_the_permanent_lock_file(root: Path, make_state) -> N
 def test_an_unknown_format_is_refused(root: Path) -> None:
     with pytest.raises(ValueError, match="pickle"):
         FileCheckpointStorage(root, format="pickle")  # type: ignore[arg-type]
+
+
+async def assert_memory_and_storage_agree(root: Path, checkpoint: Checkpoint, size: int) -> None:
+    assert log_of(root).stat().st_size == size  # the failed record was cut off again
+    reloaded = await FileCheckpointStorage(root).load("run-1")
+    assert reloaded.head_snapshot_id == checkpoint.head_snapshot_id
+    assert [s.snapshot_id for s in reloaded.snapshots] == [
+        s.snapshot_id for s in checkpoint.snapshots
+    ]
+
+
+async def test_a_failing_fsync_cuts_the_record_off_and_changes_nothing(
+    root: Path, make_state, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = FileCheckpointStorage(root)
+    checkpoint = await commit_chain(storage, make_state, 2)
+    size = log_of(root).stat().st_size
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fsync", failing_fsync)
+        with pytest.raises(OSError, match="Input/output"):
+            await checkpoint.commit_snapshot(state=make_state(9))
+    assert len(checkpoint.snapshots) == 2
+    await assert_memory_and_storage_agree(root, checkpoint, size)
+    await checkpoint.commit_snapshot(state=make_state(10))  # the same objects carry on
+    await assert_memory_and_storage_agree(root, checkpoint, log_of(root).stat().st_size)
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """A real RLIMIT_FSIZE: writes past ``limit`` bytes fail with EFBIG (SIGXFSZ ignored)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, previous)
+
+
+async def test_a_partial_write_that_hits_the_file_size_limit_is_cut_off(
+    root: Path, make_state
+) -> None:
+    storage = FileCheckpointStorage(root)
+    checkpoint = await commit_chain(storage, make_state, 2)
+    size = log_of(root).stat().st_size
+    with file_size_limit(size + 40), pytest.raises(OSError) as caught:  # the record gets 40 B
+        await checkpoint.commit_snapshot(state=make_state(9, notes="x" * 4096))
+    assert caught.value.errno == errno.EFBIG
+    assert len(checkpoint.snapshots) == 2
+    await assert_memory_and_storage_agree(root, checkpoint, size)
+    await checkpoint.commit_snapshot(state=make_state(10))
+    await assert_memory_and_storage_agree(root, checkpoint, log_of(root).stat().st_size)
