@@ -18,6 +18,7 @@ from checkflow.errors import (
     CorruptSessionError,
     GraphSignatureMismatchError,
     HostingError,
+    InvalidMessageError,
     InvalidResponseError,
     SessionConflictError,
     SessionError,
@@ -115,7 +116,6 @@ from checkflow.agents import (
 
 # -- hosting (section owned by hosting) --
 # isort: split
-from checkflow.errors import InvalidMessageError
 from checkflow.hosting import (
     Adapter,
     AgentHost,
