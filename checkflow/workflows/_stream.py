@@ -4,6 +4,10 @@ The run executes in its own task and hands each event over in lock-step (it wait
 consumer has taken it), so a consumer that stops reading stops the run between events, and
 ``aclose()`` cancels it before the next superstep's work. The stream never commits anything
 itself; a cancelled run ends CANCELLED with the head at its last completed superstep.
+
+The run's task must never reference the stream object: a stream dropped without ``aclose()``
+is then freed (at once, in CPython) and its finalizer cancels the run, releasing the
+checkpoint's active-run guard.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from checkflow.workflows._events import WorkflowEvent
 from checkflow.workflows._results import RunStatus, WorkflowRunResult
 
 if TYPE_CHECKING:
-    from checkflow.workflows._runner import Runner
+    from checkflow.workflows._runner import Runner, Sink
 
 __all__ = ["WorkflowRunStream"]
 
@@ -24,7 +28,9 @@ class WorkflowRunStream:
     """Iterate ``async for event in stream``; then ``await stream.get_result()``.
 
     ``await stream.aclose()`` cancels the run (between supersteps; a started snapshot commit
-    completes first); the result is then CANCELLED.
+    completes first); the result is then CANCELLED. Use ``async with`` or call ``aclose()``
+    to release the checkpoint deterministically; a stream abandoned without it cancels its
+    run when it is garbage-collected.
     """
 
     def __init__(self, runner: Runner) -> None:
@@ -33,14 +39,15 @@ class WorkflowRunStream:
         self._task: asyncio.Task[WorkflowRunResult] | None = None
         self._cancelled = False
 
-    async def _hand_over(self, event: WorkflowEvent) -> None:
-        await self._queue.put(event)
-        await self._queue.join()
-
     def _started(self) -> asyncio.Task[WorkflowRunResult]:
         if self._task is None:
-            self._task = asyncio.ensure_future(self._runner.run(self._hand_over))
+            self._task = asyncio.ensure_future(self._runner.run(_hand_over_to(self._queue)))
         return self._task
+
+    def __del__(self) -> None:
+        task = self._task
+        if task is not None and not task.done() and not task.get_loop().is_closed():
+            task.cancel()
 
     def __aiter__(self) -> WorkflowRunStream:
         return self
@@ -85,3 +92,13 @@ class WorkflowRunStream:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
+
+
+def _hand_over_to(queue: asyncio.Queue[WorkflowEvent]) -> Sink:
+    """The run's event sink: waits until the consumer took each event (never holds the stream)."""
+
+    async def hand_over(event: WorkflowEvent) -> None:
+        await queue.put(event)
+        await queue.join()
+
+    return hand_over

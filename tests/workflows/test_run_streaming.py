@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 from engine_samples import build_factor
@@ -132,6 +133,29 @@ async def test_closing_a_stream_between_supersteps_cancels_and_commits_nothing_m
             assert event.superstep == 3
             break
     await again.aclose()
+
+
+async def test_a_stream_dropped_without_aclose_cancels_its_run_and_frees_the_checkpoint(storage):
+    ticker = Ticker(id="ticker")
+    workflow = WorkflowBuilder(start_executor=ticker).add_edge(ticker, ticker).build()
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)
+    stream = workflow.run(0, checkpoint=checkpoint, stream=True)
+    async for event in stream:
+        if isinstance(event, SnapshotCommittedEvent) and event.superstep == 1:
+            break
+    (run_task,) = asyncio.all_tasks() - {asyncio.current_task()}
+    del stream, event
+    gc.collect()  # CPython frees it at once; other interpreters at the next collection
+    await asyncio.wait([run_task], timeout=10)  # a generous deadline, not a timing
+
+    assert run_task.cancelled()
+    assert [s.metadata["superstep"] for s in checkpoint.snapshots] == [0, 1]
+    again = workflow.run(checkpoint=checkpoint, stream=True)  # the guard was released
+    async with again:
+        async for event in again:
+            if isinstance(event, SnapshotCommittedEvent):
+                assert event.superstep == 2
+                break
 
 
 class Slow(Executor):
