@@ -134,7 +134,12 @@ def _with_offset(parse: Callable[[str], Any]) -> Callable[[Any], Any]:
 
 
 def _from_list(build: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
-    return lambda payload: build(_expect(payload, list))
+    def decode(payload: Any) -> Any:
+        if type(payload) is not list:
+            raise TypeError(f"expected a list payload, got {type(payload).__name__}")
+        return build(payload)
+
+    return decode
 
 
 _ID_DICT = BUILTIN_TYPE_IDS["dict"]

@@ -37,13 +37,15 @@ _ID_FROZENSET = BUILTIN_TYPE_IDS["frozenset"]
 _ID_DATETIME = BUILTIN_TYPE_IDS["datetime"]
 _ID_TIME = BUILTIN_TYPE_IDS["time"]
 _UTC = datetime.UTC
+_DATETIME = datetime.datetime
+_PLAIN = frozenset({str, bool, type(None)})  # copied as they are, no check needed
 _rfc3339: Callable[[datetime.datetime], str] = msgspec.to_builtins
 
 
 def encode_value(value: Any) -> Any:
     """Return ``value`` as msgspec-native data; raises ``WalkError`` on refusal."""
     t = type(value)
-    if t is str or t is bool or value is None:
+    if t in _PLAIN:
         return value
     return _HANDLERS[t](value)
 
@@ -64,8 +66,9 @@ def _encode_float(value: float) -> float:
 
 
 def _encode_dict(d: dict[Any, Any]) -> dict[str, Any]:
+    # The hottest loop: scalars, small scalar tuples and UTC/naive datetimes (the bulk of
+    # real state) are handled inline, without a call; everything else goes to its handler.
     out: dict[str, Any] = {}
-    handlers = _HANDLERS
     try:
         for key, value in d.items():
             if type(key) is not str:
@@ -73,15 +76,12 @@ def _encode_dict(d: dict[Any, Any]) -> dict[str, Any]:
                     f"dict key {key!r} of type {qualified_name(type(key))} is not a str"
                 )
             t = type(value)
-            if (
-                t is str
-                or t is bool
-                or value is None
-                or (t is int and _INT_MIN <= value <= _INT_MAX)
-            ):
+            if t in _PLAIN or (t is int and _INT_MIN <= value <= _INT_MAX):
                 out[key] = value
+            elif t is _DATETIME and (value.tzinfo is None or value.tzinfo is _UTC):
+                out[key] = {TYPE_KEY: _ID_DATETIME, VALUE_KEY: _rfc3339(value)}
             else:
-                out[key] = handlers[t](value)
+                out[key] = _HANDLERS[t](value)
     except WalkError as error:
         error.enter(d)
         raise
@@ -91,19 +91,19 @@ def _encode_dict(d: dict[Any, Any]) -> dict[str, Any]:
 
 
 def _encode_items(container: Any, items: Iterable[Any]) -> list[Any]:
+    out: list[Any] = []
+    append = out.append
     try:
-        return [
-            item
-            if (t := type(item)) is str
-            or t is bool
-            or item is None
-            or (t is int and _INT_MIN <= item <= _INT_MAX)
-            else _HANDLERS[t](item)
-            for item in items
-        ]
+        for item in items:
+            t = type(item)
+            if t in _PLAIN or (t is int and _INT_MIN <= item <= _INT_MAX):
+                append(item)
+            else:
+                append(_HANDLERS[t](item))
     except WalkError as error:
         error.enter(container, items)
         raise
+    return out
 
 
 def _encode_list(value: list[Any]) -> list[Any]:
@@ -111,7 +111,11 @@ def _encode_list(value: list[Any]) -> list[Any]:
 
 
 def _encode_tuple(value: tuple[Any, ...]) -> dict[str, Any]:
-    return {TYPE_KEY: _ID_TUPLE, VALUE_KEY: _encode_items(value, value)}
+    for item in value:  # most tuples hold only scalars: then a plain copy will do
+        t = type(item)
+        if not (t in _PLAIN or (t is int and _INT_MIN <= item <= _INT_MAX)):
+            return {TYPE_KEY: _ID_TUPLE, VALUE_KEY: _encode_items(value, value)}
+    return {TYPE_KEY: _ID_TUPLE, VALUE_KEY: list(value)}
 
 
 def _encode_datetime(value: datetime.datetime) -> dict[str, Any]:

@@ -52,6 +52,7 @@ def test_unregistered_value_names_its_path_and_type() -> None:
     [
         (Unregistered(), ""),
         ({"a": {"b": [0, (1, Unregistered())]}}, "a.b[1][1]"),
+        ({"t": ("a", None, True, 2**70, Unregistered())}, "t[4]"),
         ({"odd key": Unregistered()}, "['odd key']"),
         ({"w": Wrapper(items={"deep": [Unregistered()]})}, "w.items.deep[0]"),
         ({"s": frozenset({Unregistered()})}, "s[0]"),
