@@ -77,7 +77,11 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
 
     @property
     def executor_state(self) -> MutableMapping[str, Any]:
-        """This executor's entry in ``executor_states``: persisted with every snapshot."""
+        """This executor's entry in ``executor_states``: persisted with every snapshot.
+
+        Live state: changes made through it (or through objects taken from it), in this or a
+        later superstep of the run, are recorded.
+        """
         return self._host.executor_state(self._executor_id)
 
     async def send_message(self, message: Any, target_id: str | None = None) -> None:
@@ -105,13 +109,21 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         await self._host.emit(event)
 
     def get_state(self, key: str, default: Any = None) -> Any:
-        """Workflow-wide shared state as of this superstep (plus this handler's own writes)."""
+        """Workflow-wide shared state as of this superstep (plus this handler's own writes).
+
+        The value is live state: changing it in place, now or in a later superstep of this
+        run, is recorded in the snapshots.
+        """
         if self._writes is not None and key in self._writes:
             return self._writes[key]
         return self._host.shared_state.get(key, default)
 
     def set_state(self, key: str, value: Any) -> None:
-        """Set workflow-wide shared state; other executors see it from the next superstep."""
+        """Set workflow-wide shared state; other executors see it from the next superstep.
+
+        The value is recorded as it is at the end of this superstep; to change it later, set
+        it again or change what ``get_state`` returns (not an object kept from this call).
+        """
         if self._writes is None:
             self._writes = {}
         self._writes[key] = value

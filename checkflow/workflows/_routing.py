@@ -68,7 +68,7 @@ async def route(group: EdgeGroup, run: RunState, source_id: str, message: Any,
 def _buffer_fan_in(group: EdgeGroup, run: RunState, source_id: str, message: Any,
                    accepts: Accepts) -> None:
     """Buffer per source; once every source has sent, deliver all of it as one list."""
-    run.touch("edge_states", group.id)
+    run.reach("edge_states", group.id)
     buffers: dict[str, list[Any]] = run.edges.setdefault(group.id, {}).setdefault(
         "buffers", {})
     buffers.setdefault(source_id, []).append(message)

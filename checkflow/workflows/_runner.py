@@ -122,7 +122,7 @@ class Runner:
         if self._responses:  # an empty mapping answers nothing: a bare resume
             accepted = await accept_responses(self._wf, run, self._responses, self.emit)
             run.inputs.append({"kind": "responses", "data": accepted})
-            run.touch(*INPUT)
+            run.record(*INPUT)
         elif self._message is not None:
             start = self._wf.start_executor_id
             if self._handler(self._wf._specs[start], self._message) is None:
@@ -130,7 +130,7 @@ class Runner:
                     f"the start executor {start!r} has no handler for a "
                     f"{type_name(type(self._message))} message")
             run.inputs.append({"kind": "message", "data": self._message})
-            run.touch(*INPUT)
+            run.record(*INPUT)
             run.deliveries.append(
                 {"kind": "message", "source": None, "target": start, "data": self._message})
         elif empty:
@@ -168,7 +168,7 @@ class Runner:
             await self._invoke_concurrently(by_target, number)
         await self._route_outboxes()
         if self._staged:
-            run.touch(*SHARED)
+            run.record(*SHARED)
             run.shared.update(self._staged)
             self._staged = {}
         run.superstep = number
@@ -280,7 +280,7 @@ class Runner:
 
     @property
     def shared_state(self) -> dict[str, Any]:
-        self._run.touch(*SHARED)  # what a handler reads it may change in place
+        self._run.reach(*SHARED)  # what a handler reads it may change, now or later
         return self._run.shared
 
     async def emit(self, event: WorkflowEvent) -> None:
@@ -289,7 +289,7 @@ class Runner:
             await self._sink(event)
 
     def executor_state(self, executor_id: str) -> dict[str, Any]:
-        self._run.touch("executor_states", executor_id)
+        self._run.reach("executor_states", executor_id)
         state = self._run.executors.get(executor_id)
         if state is None:
             state = self._run.executors[executor_id] = {}
@@ -310,7 +310,7 @@ class Runner:
 
     async def output(self, source_id: str, value: Any) -> None:
         self._run.outputs.append(value)
-        self._run.touch(*OUTPUT)
+        self._run.reach(*OUTPUT)
         self._outputs.append(value)
         await self.emit(OutputEvent(source_id, value))
 

@@ -10,9 +10,17 @@ A ``RunState`` is hydrated from ONE decoded head snapshot and exported whole at 
   along the lineage) and ``pending`` = ``{"messages": [deliveries for the next superstep],
   "requests": {request_id: request}}``.
 
-Only what changed is encoded again: the bytes of every part of the last snapshot are kept,
-and a part nobody touched since (``touch()`` marks what handlers or routing reached) is handed
-to the commit as an ``EncodedPart``.
+Only what may have changed is encoded again: the bytes of every part of the last snapshot are
+kept, and a part nothing reached is handed to the commit as an ``EncodedPart``. The rule that
+makes this sound: a part user code reached in this run (``reach()``: ``get_state``,
+``set_state``, ``ctx.executor_state``, fan-in buffers, outputs) is encoded afresh at EVERY
+later commit of the run, because a reference handed out may be mutated in any later superstep
+(e.g. by the receiver of a message that carries it). A part no code reached in this run holds
+objects nobody but this module has seen since they were decoded. Parts only the runner wrote
+(``record()``) are encoded at the next commit only: the input log keeps the values as
+accepted (nothing reads it back during a run), and shared state written by ``set_state``
+but never read in this run continues from the committed copy, so a reference the writer kept
+cannot change it behind the snapshot's back.
 
 This module must never touch a checkpoint, a storage or the definition objects.
 """
@@ -24,6 +32,7 @@ from typing import Any
 
 from checkflow.checkpoints import CheckpointSnapshot, EncodedPart, SnapshotRecord
 from checkflow.errors import CorruptCheckpointError
+from checkflow.state import decode
 from checkflow.workflows._results import PendingRequest, RunStatus
 from checkflow.workflows._typing import type_name
 
@@ -41,13 +50,14 @@ class RunState:
     """Mutable, run-scoped execution state (never reachable from a Workflow)."""
 
     __slots__ = (
+        "changed",
         "deliveries",
-        "dirty",
         "edges",
         "executors",
         "inputs",
         "outputs",
         "parts",
+        "reached",
         "requests",
         "shared",
         "status",
@@ -65,14 +75,19 @@ class RunState:
         self.deliveries: list[dict[str, Any]] = []
         self.requests: dict[str, PendingRequest] = {}
         self.parts: dict[Part, EncodedPart] = {}
-        self.dirty: set[Part] = set()
+        self.reached: set[Part] = set()
+        self.changed: set[Part] = set()
 
-    def touch(self, bucket: str, key: str) -> None:
-        """Mark a part as possibly changed: the next commit encodes it again."""
-        self.dirty.add((bucket, key))
+    def reach(self, bucket: str, key: str) -> None:
+        """Mark a part user code reached: every later commit of this run encodes it again."""
+        self.reached.add((bucket, key))
+
+    def record(self, bucket: str, key: str) -> None:
+        """Mark a part only the runner wrote: the next commit encodes it again."""
+        self.changed.add((bucket, key))
 
     def remember(self, record: SnapshotRecord) -> None:
-        """Keep a committed (or loaded) snapshot's part bytes for reuse; nothing is dirty."""
+        """Keep a committed (or loaded) snapshot's part bytes for reuse."""
         fmt = record.format
         self.parts = {
             (bucket, key): EncodedPart(data, fmt)
@@ -80,11 +95,13 @@ class RunState:
             for key, data in encoded.items()
             if (bucket, key) not in _ALWAYS_FRESH
         }
-        self.dirty.clear()
+        if SHARED in self.changed and SHARED not in self.reached:
+            self.shared = decode(self.parts[SHARED].data, format=fmt, path="shared_state")
+        self.changed.clear()
 
     def _part(self, bucket: str, key: str, value: Any) -> Any:
         part = (bucket, key)
-        if part in self.dirty:
+        if part in self.reached or part in self.changed:
             return value
         return self.parts.get(part, value)
 
