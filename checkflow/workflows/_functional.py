@@ -293,8 +293,13 @@ def workflow(
     The result is an ordinary ``Workflow`` (``run``, ``create_checkpoint``, ``as_agent``,
     nesting) whose supersteps are the function's steps; a non-``None`` return value is
     yielded as an output. ``response_types`` names the non-builtin types ``ctx.request_info``
-    answers may have, so pending requests can be restored. ``max_iterations`` bounds the
-    steps of one ``run()`` call.
+    answers may have, so pending requests can be restored (registered state types need no
+    declaration). ``max_iterations`` bounds the steps of one ``run()`` call.
+
+    The graph signature covers the function's qualified name, input type and declared
+    response types, not its body (code has no stable, process-independent hash): an edited
+    body still resumes old checkpoints, replaying recorded steps by name and call index, so
+    renaming or reordering steps of a paused run is the caller's responsibility.
     """
     from checkflow.workflows._builder import WorkflowBuilder
 

@@ -298,3 +298,15 @@ async def test_a_registered_state_type_needs_no_declaration_as_a_response_type()
         responses={request.request_id: {"amount": 4}}, checkpoint=paused.checkpoint
     )
     assert result.get_outputs() == [5]
+
+
+def test_the_signature_covers_a_functions_name_and_types_but_not_its_body():
+    def define(body: int, input_type: type = int) -> Workflow:
+        async def counted(n: int) -> int:
+            return n + body
+
+        counted.__annotations__["n"] = input_type
+        return workflow(counted)
+
+    assert define(1).graph_signature_hash == define(2).graph_signature_hash
+    assert define(1).graph_signature_hash != define(1, str).graph_signature_hash
