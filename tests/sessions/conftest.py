@@ -1,4 +1,8 @@
-"""Session-store fixtures: every store behaviour test runs against each backend."""
+"""Session-store fixtures: every store behaviour test runs against each backend.
+
+The Cosmos DB entries use the emulator's per-test container (``tests/cosmos_emulator.py``,
+loaded by ``tests/conftest.py``); they skip where the emulator cannot run.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,13 @@ import pytest
 from checkflow.sessions import FileSessionStore, InMemorySessionStore, SessionStore
 
 
-@pytest.fixture(params=["memory", "file-json", "file-msgpack"])
+@pytest.fixture(params=["memory", "file-json", "file-msgpack", "cosmos-json", "cosmos-msgpack"])
 def session_store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
-    if request.param == "memory":
+    backend, _, fmt = request.param.partition("-")
+    if backend == "memory":
         return InMemorySessionStore()
-    fmt = request.param.removeprefix("file-")
-    return FileSessionStore(tmp_path / "sessions", format=fmt)
+    if backend == "file":
+        return FileSessionStore(tmp_path / "sessions", format=fmt)
+    from checkflow.storage.cosmos import CosmosSessionStore
+
+    return CosmosSessionStore(request.getfixturevalue("cosmos_container"), format=fmt)
