@@ -43,41 +43,40 @@ class WorkflowStartedEvent(WorkflowEvent):
 
 
 @dataclass(slots=True)
-class SuperstepStartedEvent(WorkflowEvent):
+class _SuperstepEvent(WorkflowEvent):
+    superstep: int
+
+
+@dataclass(slots=True)
+class SuperstepStartedEvent(_SuperstepEvent):
     """Superstep ``superstep`` (the lifetime counter) is about to deliver its messages."""
 
-    superstep: int
-
 
 @dataclass(slots=True)
-class SuperstepCompletedEvent(WorkflowEvent):
+class SuperstepCompletedEvent(_SuperstepEvent):
     """Every delivery of superstep ``superstep`` finished."""
 
-    superstep: int
-
 
 @dataclass(slots=True)
-class ExecutorInvokedEvent(WorkflowEvent):
-    """An executor is handling one delivery."""
-
+class _ExecutorEvent(WorkflowEvent):
     executor_id: str
     superstep: int
 
 
 @dataclass(slots=True)
-class ExecutorCompletedEvent(WorkflowEvent):
+class ExecutorInvokedEvent(_ExecutorEvent):
+    """An executor is handling its deliveries of one superstep."""
+
+
+@dataclass(slots=True)
+class ExecutorCompletedEvent(_ExecutorEvent):
     """An executor finished handling its deliveries of one superstep."""
 
-    executor_id: str
-    superstep: int
-
 
 @dataclass(slots=True)
-class ExecutorFailedEvent(WorkflowEvent):
+class ExecutorFailedEvent(_ExecutorEvent):
     """An executor raised; the run ends FAILED."""
 
-    executor_id: str
-    superstep: int
     error: BaseException
 
 

@@ -27,10 +27,16 @@ from checkflow.workflows import (
 )
 
 
-class Start(Executor):
+class Forward(Executor):
+    """Passes an int on unchanged: a start node, or a delay of one superstep."""
+
     @handler
-    async def begin(self, n: int, ctx: WorkflowContext[int]) -> None:
+    async def forward(self, n: int, ctx: WorkflowContext[int]) -> None:
         await ctx.send_message(n)
+
+
+class Start(Forward):
+    """The start node of the sample graphs."""
 
 
 class Halver(Executor):

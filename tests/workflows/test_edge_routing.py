@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from engine_samples import Forward
 
 from checkflow.workflows import (
     Case,
@@ -15,12 +16,6 @@ from checkflow.workflows import (
     executor,
     handler,
 )
-
-
-class Source(Executor):
-    @handler
-    async def go(self, n: int, ctx: WorkflowContext[int]) -> None:
-        await ctx.send_message(n)
 
 
 class Tag(Executor):
@@ -35,14 +30,14 @@ async def is_even(n: int) -> bool:
 
 @pytest.mark.parametrize("condition", [lambda n: n % 2 == 0, is_even], ids=["sync", "async"])
 async def test_a_conditional_edge_passes_only_what_its_condition_accepts(condition):
-    source, even = Source(id="source"), Tag(id="even")
+    source, even = Forward(id="source"), Tag(id="even")
     workflow = WorkflowBuilder(start_executor=source).add_edge(source, even, condition).build()
     assert (await workflow.run(4)).get_outputs() == ["even:4"]
     assert (await workflow.run(3)).get_outputs() == []
 
 
 async def test_a_switch_takes_the_first_case_that_holds_else_the_default():
-    source, small, even, other = (Source(id="s"), Tag(id="small"), Tag(id="even"), Tag(id="other"))
+    source, small, even, other = (Forward(id="s"), Tag(id="small"), Tag(id="even"), Tag(id="other"))
     workflow = (
         WorkflowBuilder(start_executor=source)
         .add_switch_case_edge_group(
@@ -60,7 +55,7 @@ async def test_a_switch_takes_the_first_case_that_holds_else_the_default():
 
 
 async def test_a_multi_selection_sends_to_the_targets_the_function_picks():
-    source, a, b, c = Source(id="s"), Tag(id="a"), Tag(id="b"), Tag(id="c")
+    source, a, b, c = Forward(id="s"), Tag(id="a"), Tag(id="b"), Tag(id="c")
 
     def pick(n: int, targets: list[str]) -> list[str]:
         assert targets == ["a", "b", "c"]
@@ -94,14 +89,6 @@ async def test_a_message_to_an_unconnected_target_fails_the_sender():
         await workflow.run(1)
 
 
-class Delay(Executor):
-    """Passes a message on one superstep later."""
-
-    @handler
-    async def delay(self, n: int, ctx: WorkflowContext[int]) -> None:
-        await ctx.send_message(n)
-
-
 class Join(Executor):
     @handler
     async def join(self, items: list[int], ctx: WorkflowContext[int, list[int]]) -> None:
@@ -110,10 +97,10 @@ class Join(Executor):
 
 def fan_in_workflow():
     start, fast, slow, slower, join = (
-        Source(id="start"),
-        Source(id="fast"),
-        Delay(id="slow"),
-        Source(id="slower"),
+        Forward(id="start"),
+        Forward(id="fast"),
+        Forward(id="slow"),
+        Forward(id="slower"),
         Join(id="join"),
     )
     return (

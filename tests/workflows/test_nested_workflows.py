@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Never
 
 import pytest
-from engine_samples import fingerprint
+from engine_samples import Forward, fingerprint
 
 from checkflow.errors import (
     GraphSignatureMismatchError,
@@ -52,12 +52,6 @@ class Double(Executor):
     @handler
     async def double(self, n: int, ctx: WorkflowContext[int]) -> None:
         await ctx.send_message(n * 2)
-
-
-class Forward(Executor):
-    @handler
-    async def forward(self, n: int, ctx: WorkflowContext[int]) -> None:
-        await ctx.send_message(n)
 
 
 class Collect(Executor):

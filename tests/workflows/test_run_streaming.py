@@ -20,10 +20,12 @@ from checkflow.workflows import (
     SnapshotCommittedEvent,
     SuperstepCompletedEvent,
     SuperstepStartedEvent,
+    Workflow,
     WorkflowBuilder,
     WorkflowContext,
     WorkflowEvent,
     WorkflowFailedEvent,
+    WorkflowRunStream,
     WorkflowStartedEvent,
     WorkflowStatusEvent,
     handler,
@@ -113,49 +115,48 @@ class Ticker(Executor):
         await ctx.send_message(n + 1)
 
 
-async def test_closing_a_stream_between_supersteps_cancels_and_commits_nothing_more(storage):
+def ticking() -> Workflow:
     ticker = Ticker(id="ticker")
-    workflow = WorkflowBuilder(start_executor=ticker).add_edge(ticker, ticker).build()
+    return WorkflowBuilder(start_executor=ticker).add_edge(ticker, ticker).build()
+
+
+async def read_until_snapshot(stream: WorkflowRunStream, superstep: int | None = None) -> int:
+    """Consume events up to the next snapshot (of ``superstep``, if given); its superstep."""
+    async for event in stream:
+        if isinstance(event, SnapshotCommittedEvent) and superstep in (None, event.superstep):
+            return event.superstep
+    raise AssertionError("the stream ended without that snapshot")
+
+
+async def test_closing_a_stream_between_supersteps_cancels_and_commits_nothing_more(storage):
+    workflow = ticking()
     checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)
     stream = workflow.run(0, checkpoint=checkpoint, stream=True)
-    async for event in stream:
-        if isinstance(event, SnapshotCommittedEvent) and event.superstep == 2:
-            break
+    await read_until_snapshot(stream, 2)
     await stream.aclose()
     result = await stream.get_result()
     assert result.status is RunStatus.CANCELLED
     assert [s.metadata["superstep"] for s in checkpoint.snapshots] == [0, 1, 2]
     loaded = await storage.load(checkpoint.checkpoint_id)
     assert loaded.head_snapshot_id == checkpoint.snapshots[-1].snapshot_id
-    again = workflow.run(checkpoint=loaded, stream=True)  # the guard was released
-    async for event in again:
-        if isinstance(event, SnapshotCommittedEvent):
-            assert event.superstep == 3
-            break
-    await again.aclose()
+    async with workflow.run(checkpoint=loaded, stream=True) as again:  # the guard was released
+        assert await read_until_snapshot(again) == 3
 
 
 async def test_a_stream_dropped_without_aclose_cancels_its_run_and_frees_the_checkpoint(storage):
-    ticker = Ticker(id="ticker")
-    workflow = WorkflowBuilder(start_executor=ticker).add_edge(ticker, ticker).build()
+    workflow = ticking()
     checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)
     stream = workflow.run(0, checkpoint=checkpoint, stream=True)
-    async for event in stream:
-        if isinstance(event, SnapshotCommittedEvent) and event.superstep == 1:
-            break
+    await read_until_snapshot(stream, 1)
     (run_task,) = asyncio.all_tasks() - {asyncio.current_task()}
-    del stream, event
+    del stream
     gc.collect()  # CPython frees it at once; other interpreters at the next collection
     await asyncio.wait([run_task], timeout=10)  # a generous deadline, not a timing
 
     assert run_task.cancelled()
     assert [s.metadata["superstep"] for s in checkpoint.snapshots] == [0, 1]
-    again = workflow.run(checkpoint=checkpoint, stream=True)  # the guard was released
-    async with again:
-        async for event in again:
-            if isinstance(event, SnapshotCommittedEvent):
-                assert event.superstep == 2
-                break
+    async with workflow.run(checkpoint=checkpoint, stream=True) as again:  # the guard is free
+        assert await read_until_snapshot(again) == 2
 
 
 class Slow(Executor):

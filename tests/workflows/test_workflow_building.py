@@ -8,6 +8,7 @@ from typing import Never
 
 import msgspec
 import pytest
+from engine_samples import Forward
 
 from checkflow.errors import WorkflowValidationError
 from checkflow.state import is_registered
@@ -21,12 +22,6 @@ from checkflow.workflows import (
     handler,
     response_handler,
 )
-
-
-class IntSource(Executor):
-    @handler
-    async def go(self, n: int, ctx: WorkflowContext[int]) -> None:
-        await ctx.send_message(n)
 
 
 class StrSink(Executor):
@@ -54,7 +49,7 @@ class Unchecked(Executor):
 
 
 def test_an_edge_whose_types_cannot_meet_is_refused():
-    source, sink = IntSource(id="numbers"), StrSink(id="texts")
+    source, sink = Forward(id="numbers"), StrSink(id="texts")
     with pytest.raises(WorkflowValidationError) as caught:
         WorkflowBuilder(start_executor=source).add_edge(source, sink).build()
     assert str(caught.value) == (
@@ -64,7 +59,7 @@ def test_an_edge_whose_types_cannot_meet_is_refused():
 
 
 def test_a_fan_in_target_must_accept_a_list_of_what_the_sources_send():
-    a, b, sink = IntSource(id="a"), IntSource(id="b"), IntSink(id="sink")
+    a, b, sink = Forward(id="a"), Forward(id="b"), IntSink(id="sink")
     builder = WorkflowBuilder(start_executor=a).add_fan_out_edges(a, [b])
     with pytest.raises(
         WorkflowValidationError,
@@ -72,7 +67,7 @@ def test_a_fan_in_target_must_accept_a_list_of_what_the_sources_send():
         r"accepts only int",
     ):
         builder.add_fan_in_edges([a, b], sink).build()
-    ok = IntSource(id="a2"), IntSource(id="b2"), ListSink(id="lists")
+    ok = Forward(id="a2"), Forward(id="b2"), ListSink(id="lists")
     WorkflowBuilder(start_executor=ok[0]).add_edge(ok[0], ok[1]).add_fan_in_edges(
         [ok[0], ok[1]], ok[2]
     ).build()
@@ -84,14 +79,14 @@ def test_a_bare_context_is_unchecked():
 
 
 def test_an_executor_not_reachable_from_the_start_is_refused():
-    a, b, c = IntSource(id="a"), IntSink(id="b"), IntSource(id="c")
+    a, b, c = Forward(id="a"), IntSink(id="b"), Forward(id="c")
     with pytest.raises(WorkflowValidationError) as caught:
         WorkflowBuilder(start_executor=a).add_edge(a, b).add_edge(c, b).build()
     assert str(caught.value) == "executor 'c' is not reachable from the start executor 'a'"
 
 
 def test_the_same_edge_twice_is_refused():
-    a, b = IntSource(id="a"), IntSink(id="b")
+    a, b = Forward(id="a"), IntSink(id="b")
     with pytest.raises(WorkflowValidationError) as caught:
         WorkflowBuilder(start_executor=a).add_edge(a, b).add_fan_out_edges(a, [b]).build()
     assert str(caught.value) == (
@@ -100,14 +95,14 @@ def test_the_same_edge_twice_is_refused():
 
 
 def test_two_executors_with_one_id_are_refused():
-    a, b = IntSource(id="same"), IntSink(id="same")
+    a, b = Forward(id="same"), IntSink(id="same")
     with pytest.raises(WorkflowValidationError, match="duplicate executor id 'same'"):
         WorkflowBuilder(start_executor=a).add_edge(a, b).build()
 
 
 @pytest.mark.parametrize("defaults", [0, 2])
 def test_a_switch_group_needs_exactly_one_default(defaults):
-    a, b, c = IntSource(id="a"), IntSink(id="b"), IntSink(id="c")
+    a, b, c = Forward(id="a"), IntSink(id="b"), IntSink(id="c")
     cases: list[Case | Default] = [Case(condition=lambda n: n > 0, target=b)]
     cases += [Default(target=c)] * defaults
     with pytest.raises(WorkflowValidationError) as caught:
@@ -136,13 +131,13 @@ def test_a_handler_without_a_message_annotation_is_refused():
 
 
 def test_an_unresolvable_string_annotation_is_refused_with_its_name():
-    class Forward(Executor):
+    class Unresolvable(Executor):
         @handler
         async def go(self, n: NotDefinedAnywhere, ctx: WorkflowContext) -> None:  # type: ignore[name-defined]  # noqa: F821
             pass
 
     with pytest.raises(WorkflowValidationError, match="NotDefinedAnywhere"):
-        WorkflowBuilder(start_executor=Forward(id="f")).build()
+        WorkflowBuilder(start_executor=Unresolvable(id="f")).build()
 
 
 def test_max_iterations_must_be_positive():
@@ -186,7 +181,7 @@ def test_build_registers_the_classes_handlers_name_with_the_state_codec():
 
 
 def test_edge_group_ids_are_derived_from_topology():
-    a, b, c = IntSource(id="a"), IntSource(id="b"), ListSink(id="c")
+    a, b, c = Forward(id="a"), Forward(id="b"), ListSink(id="c")
     workflow = WorkflowBuilder(start_executor=a).add_edge(a, b).add_fan_in_edges([a, b], c).build()
     assert [g.id for g in workflow.edge_groups] == ["edge:a->b", "fan_in:a,b->c"]
 
