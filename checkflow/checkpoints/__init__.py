@@ -13,6 +13,7 @@ from checkflow.checkpoints._snapshot import (
     CheckpointSnapshot,
     EncodedPart,
     Format,
+    SnapshotHeader,
     SnapshotRecord,
 )
 
@@ -24,6 +25,7 @@ __all__ = [
     "CheckpointStorage",
     "EncodedPart",
     "Format",
+    "SnapshotHeader",
     "SnapshotRecord",
     "active_run",
 ]

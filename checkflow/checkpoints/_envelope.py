@@ -12,8 +12,7 @@ from typing import Any
 
 import msgspec
 
-from checkflow import state as codec
-from checkflow.checkpoints._snapshot import Format, SnapshotRecord
+from checkflow.checkpoints._snapshot import Format, SnapshotHeader, SnapshotRecord, transcode
 from checkflow.errors import CorruptCheckpointError, UnsupportedFormatVersionError
 
 __all__ = ["CHECKPOINT_KIND", "CHECKPOINT_VERSION", "CheckpointEnvelope", "decode", "encode"]
@@ -27,13 +26,8 @@ class _Header(msgspec.Struct):
     version: int
 
 
-class _SnapshotEntry(msgspec.Struct, frozen=True):
-    snapshot_id: str
-    parent_snapshot_id: str | None
-    timestamp: str
-    metadata: dict[str, Any]
+class _SnapshotEntry(SnapshotHeader, frozen=True):
     parts: dict[str, dict[str, msgspec.Raw]]
-    format_version: int
 
 
 class CheckpointEnvelope(msgspec.Struct, frozen=True):
@@ -57,12 +51,6 @@ _json_encoder = msgspec.json.Encoder()
 _msgpack_encoder = msgspec.msgpack.Encoder()
 
 
-def _transcode(data: bytes, source: Format, target: Format) -> bytes:
-    if source == target:
-        return data
-    return codec.encode(codec.decode(data, format=source), format=target)
-
-
 def encode(
     *,
     checkpoint_id: str,
@@ -75,18 +63,14 @@ def encode(
     """Serialize a checkpoint's records into one envelope of ``format``."""
     entries = [
         _SnapshotEntry(
-            snapshot_id=r.snapshot_id,
-            parent_snapshot_id=r.parent_snapshot_id,
-            timestamp=r.timestamp,
-            metadata=r.metadata,
+            **r.header(),
             parts={
                 bucket: {
-                    key: msgspec.Raw(_transcode(data, r.format, format))
+                    key: msgspec.Raw(transcode(data, r.format, format))
                     for key, data in values.items()
                 }
                 for bucket, values in r.parts.items()
             },
-            format_version=r.format_version,
         )
         for r in records
     ]
@@ -111,12 +95,7 @@ def decode(
     if format not in ("json", "msgpack"):
         raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
     json = format == "json"
-    try:
-        header = (_json_header if json else _msgpack_header).decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptCheckpointError(
-            f"not a {format} checkpoint envelope: {exc}", source=source
-        ) from exc
+    header = _parse(_json_header if json else _msgpack_header, data, f"not a {format}", source)
     if header.kind != CHECKPOINT_KIND or header.version != CHECKPOINT_VERSION:
         raise UnsupportedFormatVersionError(
             f"{source}: checkpoint envelope of kind {header.kind!r} version {header.version} "
@@ -124,27 +103,25 @@ def decode(
             format=header.kind,
             version=header.version,
         )
-    try:
-        envelope = (_json_envelope if json else _msgpack_envelope).decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptCheckpointError(
-            f"malformed checkpoint envelope: {exc}", source=source
-        ) from exc
+    envelope = _parse(_json_envelope if json else _msgpack_envelope, data, "malformed", source)
     if envelope.format != format:
         raise CorruptCheckpointError(
             f"envelope says its parts are {envelope.format!r} but it was read as {format!r}",
             source=source,
         )
     records = [
-        SnapshotRecord(
-            snapshot_id=e.snapshot_id,
-            parent_snapshot_id=e.parent_snapshot_id,
-            timestamp=e.timestamp,
-            metadata=e.metadata,
+        SnapshotRecord.from_header(
+            e,
             format=format,
             parts={b: {k: bytes(raw) for k, raw in v.items()} for b, v in e.parts.items()},
-            format_version=e.format_version,
         )
         for e in envelope.snapshots
     ]
     return envelope, records
+
+
+def _parse(decoder: Any, data: bytes, what: str, source: str) -> Any:
+    try:
+        return decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise CorruptCheckpointError(f"{what} checkpoint envelope: {exc}", source=source) from exc

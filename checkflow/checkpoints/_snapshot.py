@@ -28,8 +28,10 @@ __all__ = [
     "CheckpointSnapshot",
     "EncodedPart",
     "Format",
+    "SnapshotHeader",
     "SnapshotRecord",
     "check_state_shape",
+    "transcode",
 ]
 
 Format = Literal["json", "msgpack"]
@@ -40,6 +42,23 @@ FORMAT_VERSION = 2
 STATE_BUCKETS = ("workflow_state", "executor_states", "edge_states", "messages")
 MESSAGE_KEYS = ("input", "pending", "output")
 _FORMATS = ("json", "msgpack")
+
+
+class SnapshotHeader(msgspec.Struct, frozen=True):
+    """The fields every persisted shape of a snapshot carries besides its state parts.
+
+    Envelopes and storage records subclass it, and convert with ``SnapshotRecord.header()``
+    and ``SnapshotRecord.from_header()`` instead of copying field by field.
+    """
+
+    snapshot_id: str
+    parent_snapshot_id: str | None
+    timestamp: str
+    metadata: dict[str, Any]
+    format_version: int
+
+
+_HEADER_FIELDS = SnapshotHeader.__struct_fields__
 
 
 class SnapshotRecord(msgspec.Struct, frozen=True):
@@ -58,6 +77,18 @@ class SnapshotRecord(msgspec.Struct, frozen=True):
     format: Format
     parts: dict[str, dict[str, bytes]]
     format_version: int = FORMAT_VERSION
+
+    def header(self) -> dict[str, Any]:
+        """The ``SnapshotHeader`` fields, as keyword arguments for a storage's own record."""
+        return {name: getattr(self, name) for name in _HEADER_FIELDS}
+
+    @classmethod
+    def from_header(
+        cls, header: SnapshotHeader, *, format: Format, parts: dict[str, dict[str, bytes]]
+    ) -> SnapshotRecord:
+        """The record for a persisted shape's header plus its (re-joined) state parts."""
+        fields = {name: getattr(header, name) for name in _HEADER_FIELDS}
+        return cls(**fields, format=format, parts=parts)
 
 
 def check_state_shape(state: Mapping[str, Any]) -> None:
@@ -96,9 +127,14 @@ class EncodedPart:
         self.format = format
 
     def reencoded(self, fmt: Format) -> bytes:
-        if fmt == self.format:
-            return self.data
-        return codec.encode(codec.decode(self.data, format=self.format), format=fmt)
+        return transcode(self.data, self.format, fmt)
+
+
+def transcode(data: bytes, source: Format, target: Format) -> bytes:
+    """Codec bytes of ``source`` format as ``target`` format (the same bytes if they agree)."""
+    if source == target:
+        return data
+    return codec.encode(codec.decode(data, format=source), format=target)
 
 
 def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, bytes]]:

@@ -26,9 +26,14 @@ from pathlib import Path
 
 import msgspec
 
-from checkflow import state as codec
 from checkflow._fs import atomic_write, exclusive_lock, fsync_directory, safe_name
-from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, Format, SnapshotRecord
+from checkflow.checkpoints import (
+    Checkpoint,
+    CheckpointSnapshot,
+    EncodedPart,
+    Format,
+    SnapshotRecord,
+)
 from checkflow.errors import (
     CheckpointConflictError,
     CheckpointNotFoundError,
@@ -404,8 +409,7 @@ def _commit_record(
     for bucket, values in record.parts.items():
         bucket_refs = refs[bucket] = {}
         for key, data in values.items():
-            if record.format != fmt:
-                data = codec.encode(codec.decode(data, format=record.format), format=fmt)  # type: ignore[arg-type]
+            data = EncodedPart(data, record.format).reencoded(fmt)  # type: ignore[arg-type]
             previous = tail.recent.get((bucket, key)) if tail is not None else None
             # Comparing with the previous snapshot's bytes is far cheaper than hashing them.
             digest = previous[1] if previous is not None and previous[0] == data else _digest(data)
@@ -414,11 +418,7 @@ def _commit_record(
             if (tail is None or digest not in tail.known) and digest not in blobs:
                 blobs[digest] = msgspec.Raw(data)
     commit = _log.CommitRecord(
-        snapshot_id=record.snapshot_id,
-        parent_snapshot_id=record.parent_snapshot_id,
-        timestamp=record.timestamp,
-        metadata=record.metadata,
-        format_version=record.format_version,
+        **record.header(),
         parts=refs,
         blobs=blobs,
         workflow_name=identity[0],
@@ -438,15 +438,7 @@ def _snapshot(
             "which the log does not hold",
             source=source,
         ) from None
-    record = SnapshotRecord(
-        snapshot_id=commit.snapshot_id,
-        parent_snapshot_id=commit.parent_snapshot_id,
-        timestamp=commit.timestamp,
-        metadata=commit.metadata,
-        format=fmt,
-        parts=parts,
-        format_version=commit.format_version,
-    )
+    record = SnapshotRecord.from_header(commit, format=fmt, parts=parts)
     return CheckpointSnapshot.from_record(record, source=source)
 
 

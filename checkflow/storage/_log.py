@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from checkflow.checkpoints import SnapshotHeader
 from checkflow.errors import CorruptCheckpointError, UnsupportedFormatVersionError
 
 __all__ = [
@@ -57,14 +58,9 @@ class LogHeader(msgspec.Struct, frozen=True):
     format: str
 
 
-class CommitRecord(msgspec.Struct, frozen=True):
+class CommitRecord(SnapshotHeader, frozen=True):
     """One committed snapshot (and therefore the new persisted head)."""
 
-    snapshot_id: str
-    parent_snapshot_id: str | None
-    timestamp: str
-    metadata: dict[str, Any]
-    format_version: int
     parts: dict[str, dict[str, str]]  # bucket -> key -> content hash
     blobs: dict[str, msgspec.Raw]  # content hash -> encoded part, only those new to the log
     workflow_name: str = ""

@@ -120,10 +120,16 @@ async def test_a_storage_error_propagates_as_itself_and_changes_nothing(make_sta
     )
 
 
-async def cancel_in_flight(checkpoint: Checkpoint, storage: GatedStorage, state) -> None:
-    """Start a commit, cancel its caller while the storage call is held at the gate."""
+async def start_in_flight(checkpoint: Checkpoint, storage: GatedStorage, state) -> asyncio.Task:
+    """Start a commit and return once its storage call is held at the gate."""
     commit = asyncio.create_task(checkpoint.commit_snapshot(state=state))
     await storage.entered.wait()
+    return commit
+
+
+async def cancel_in_flight(checkpoint: Checkpoint, storage: GatedStorage, state) -> None:
+    """Start a commit, cancel its caller while the storage call is held at the gate."""
+    commit = await start_in_flight(checkpoint, storage, state)
     commit.cancel()
     with pytest.raises(asyncio.CancelledError):
         await commit
@@ -162,23 +168,23 @@ async def test_a_cancelled_commit_that_fails_in_storage_leaves_everything_unchan
     assert await storage.list_checkpoint_ids() == []
 
 
-async def commit_through_gate(checkpoint: Checkpoint, storage: GatedStorage, state):
-    """Commit with the gate open, then close it again for the next commit."""
+@pytest.fixture
+async def gated(make_state) -> tuple[GatedStorage, Checkpoint, CheckpointSnapshot]:
+    """A checkpoint on a gated storage with one snapshot committed and the gate closed again."""
+    storage = GatedStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
     storage.gate.set()
-    snapshot = await checkpoint.commit_snapshot(state=state)
+    first = await checkpoint.commit_snapshot(state=make_state(1))
     for event in (storage.entered, storage.gate, storage.finished):
         event.clear()
-    return snapshot
+    return storage, checkpoint, first
 
 
 async def test_restart_from_during_an_in_flight_commit_keeps_the_callers_head(
-    make_state,
+    gated, make_state
 ) -> None:
-    storage = GatedStorage()
-    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
-    first = await commit_through_gate(checkpoint, storage, make_state(1))
-    in_flight = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(2)))
-    await storage.entered.wait()
+    storage, checkpoint, first = gated
+    in_flight = await start_in_flight(checkpoint, storage, make_state(2))
     checkpoint.restart_from(first.snapshot_id)
     storage.gate.set()
     landed = await in_flight
@@ -192,13 +198,10 @@ async def test_restart_from_during_an_in_flight_commit_keeps_the_callers_head(
 
 
 async def test_a_commit_queued_behind_an_in_flight_one_attaches_to_the_restart_target(
-    make_state,
+    gated, make_state
 ) -> None:
-    storage = GatedStorage()
-    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
-    first = await commit_through_gate(checkpoint, storage, make_state(1))
-    in_flight = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(2)))
-    await storage.entered.wait()
+    storage, checkpoint, first = gated
+    in_flight = await start_in_flight(checkpoint, storage, make_state(2))
     queued = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(3)))
     await asyncio.sleep(0)  # let it reach the commit lock (ordering only; no overlap needed)
     checkpoint.restart_from(first.snapshot_id)
@@ -209,11 +212,9 @@ async def test_a_commit_queued_behind_an_in_flight_one_attaches_to_the_restart_t
 
 
 async def test_restart_from_during_a_cancelled_in_flight_commit_keeps_the_callers_head(
-    make_state,
+    gated, make_state
 ) -> None:
-    storage = GatedStorage()
-    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
-    first = await commit_through_gate(checkpoint, storage, make_state(1))
+    storage, checkpoint, first = gated
     await cancel_in_flight(checkpoint, storage, make_state(2))
     checkpoint.restart_from(first.snapshot_id)
     storage.gate.set()
