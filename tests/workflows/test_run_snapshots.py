@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from checkflow.errors import WorkflowConvergenceError, WorkflowRunError
+from checkflow.errors import CheckpointConflictError, WorkflowConvergenceError, WorkflowRunError
 from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import (
     Executor,
@@ -164,6 +164,21 @@ async def test_a_storage_failure_mid_run_surfaces_and_leaves_the_head_unchanged(
     storage.left = 10
     result = await workflow.run(checkpoint=checkpoint)  # resumes from the durable head
     assert result.get_outputs() == [16]
+
+
+async def test_a_stale_checkpoint_object_conflicts_in_storage_and_commits_nothing(storage):
+    workflow = chain()
+    first = workflow.create_checkpoint(checkpoint_id="shared", checkpoint_storage=storage)
+    await workflow.run(1, checkpoint=first)
+    stale = await storage.load("shared")
+    await workflow.run(2, checkpoint=first)  # moves the stored head past what ``stale`` holds
+    head = stale.head_snapshot_id
+
+    with pytest.raises(CheckpointConflictError):
+        await workflow.run(3, checkpoint=stale)
+
+    assert stale.head_snapshot_id == head
+    assert (await storage.load("shared")).head_snapshot_id == first.head_snapshot_id
 
 
 class Forever(Executor):
