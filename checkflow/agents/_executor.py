@@ -72,8 +72,8 @@ class AgentExecutor(Executor):
     def __init__(
         self,
         agent: Agent,
-        *,
         id: str | None = None,
+        *,
         output_response: bool = False,
         stream: bool = False,
     ) -> None:

@@ -36,7 +36,7 @@ class WorkflowExecutor(Executor):
     the parent's, so changing the child's topology invalidates the parent's checkpoints.
     """
 
-    def __init__(self, workflow: Workflow, *, id: str | None = None) -> None:
+    def __init__(self, workflow: Workflow, id: str | None = None) -> None:
         super().__init__(id if id is not None else workflow.name)
         self._workflow = workflow
         child_specs = workflow._specs

@@ -203,6 +203,12 @@ def test_the_executor_object_holds_no_session():
     assert not any(isinstance(v, AgentSession) for v in vars(node).values())
 
 
+def test_the_id_defaults_to_the_agents_name_and_may_be_given_positionally():
+    agent = ScriptedAgent("writer", ["x"])
+    assert AgentExecutor(agent).id == "writer"
+    assert AgentExecutor(agent, "editor").id == AgentExecutor(agent, id="editor").id == "editor"
+
+
 async def test_a_streaming_executor_emits_each_update_and_sends_the_whole_response():
     node = AgentExecutor(WordStreamingAgent("echo"), output_response=True, stream=True)
     workflow = WorkflowBuilder(node).build()
