@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
-from checkflow.errors import CheckpointConflictError, CheckpointError
+from checkflow.errors import CheckpointConflictError, CheckpointError, CommitOutcomeUnknownError
 from checkflow.storage import InMemoryCheckpointStorage
 
 
@@ -222,3 +222,29 @@ async def test_restart_from_during_a_cancelled_in_flight_commit_keeps_the_caller
     assert checkpoint.head_snapshot_id == first.snapshot_id
     assert checkpoint.persisted_head_snapshot_id == (await storage.load("run-1")).head_snapshot_id
     assert len(checkpoint.snapshots) == 2
+
+
+class LostReplyStorage(InMemoryCheckpointStorage):
+    """Lands every commit, then loses the reply: the storage cannot tell whether it landed."""
+
+    async def commit_snapshot(
+        self, checkpoint: Checkpoint, snapshot: CheckpointSnapshot, *, expected_head_snapshot_id
+    ) -> None:
+        await super().commit_snapshot(
+            checkpoint, snapshot, expected_head_snapshot_id=expected_head_snapshot_id
+        )
+        raise CommitOutcomeUnknownError(checkpoint.checkpoint_id, snapshot.snapshot_id, "timeout")
+
+
+async def test_an_unknown_commit_outcome_changes_nothing_and_refresh_finds_what_landed(
+    make_state,
+) -> None:
+    storage = LostReplyStorage()
+    checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
+    with pytest.raises(CommitOutcomeUnknownError, match="refresh") as caught:
+        await checkpoint.commit_snapshot(state=make_state(1))
+    assert checkpoint.snapshots == [] and checkpoint.head_snapshot_id is None
+    await checkpoint.refresh()
+    assert checkpoint.head_snapshot_id == caught.value.snapshot_id
+    assert checkpoint.head_snapshot is not None
+    assert checkpoint.head_snapshot.state == make_state(1)

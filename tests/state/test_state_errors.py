@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 import msgspec
@@ -172,3 +174,15 @@ def test_int_too_large_to_write_in_decimal_is_refused() -> None:
 def test_from_builtins_refuses_a_tree_that_is_not_msgspec_native() -> None:
     with pytest.raises(StateEncodingError, match=r"not a to_builtins\(\) tree at meta"):
         state.from_builtins({"x": 2**70}, path="meta")
+
+
+@pytest.mark.parametrize(
+    "type_id",
+    ["collections.OrderedDict", "builtins.eval", "os.system", "wsgiref.simple_server.WSGIServer"],
+)
+def test_an_importable_but_unregistered_type_id_is_never_imported_or_built(type_id: str) -> None:
+    fresh_module = "wsgiref.simple_server" not in sys.modules
+    data = msgspec.json.encode({"x": {"$type": type_id, "$value": {}}})
+    with pytest.raises(UnregisteredStateTypeError, match=re.escape(repr(type_id))):
+        state.decode(data)
+    assert not fresh_module or "wsgiref.simple_server" not in sys.modules
