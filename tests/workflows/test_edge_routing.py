@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -186,6 +187,28 @@ async def test_the_start_executor_refuses_a_message_it_has_no_handler_for():
     with pytest.raises(TypeError, match="the start executor 'picky' has no handler for a int"):
         await workflow.run(5, checkpoint=checkpoint)
     assert checkpoint.snapshots == []
+
+
+async def test_a_sync_function_executor_runs_in_a_worker_thread():
+    loop_thread = threading.get_ident()
+
+    @executor
+    def where(n: int) -> bool:
+        return threading.get_ident() == loop_thread
+
+    sink = Tag(id="sink")
+    workflow = WorkflowBuilder(start_executor=where).add_edge(where, sink).build()
+    assert (await workflow.run(1)).get_outputs() == ["sink:False"]
+
+
+async def test_an_async_function_taking_only_the_message_sends_its_return_value():
+    @executor(id="inc")
+    async def inc(n: int) -> int:
+        return n + 1
+
+    sink = Tag(id="sink")
+    workflow = WorkflowBuilder(start_executor=inc).add_edge(inc, sink).build()
+    assert (await workflow.run(1)).get_outputs() == ["sink:2"]
 
 
 async def test_a_sync_function_executor_runs_and_its_return_value_is_sent_on():
