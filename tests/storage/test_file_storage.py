@@ -274,8 +274,9 @@ async def test_an_older_bad_state_raises_corrupt_when_it_is_read(root: Path, mak
     await storage.commit_snapshot(checkpoint, good, expected_head_snapshot_id=bad.snapshot_id)
     loaded = await FileCheckpointStorage(root).load("run-1")
     assert loaded.head_snapshot.state == make_state(1)
-    with pytest.raises(CorruptCheckpointError, match="cannot be decoded"):
+    with pytest.raises(CorruptCheckpointError, match="cannot be decoded") as caught:
         _ = loaded.get_snapshot(bad.snapshot_id).state
+    assert str(log_of(root)) in str(caught.value)
 
 
 async def test_a_head_with_an_unregistered_type_loads_and_fails_only_when_read(
