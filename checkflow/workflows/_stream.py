@@ -46,8 +46,10 @@ class WorkflowRunStream:
 
     def __del__(self) -> None:
         task = self._task
-        if task is not None and not task.done() and not task.get_loop().is_closed():
-            task.cancel()
+        if task is not None and not task.done():
+            loop = task.get_loop()
+            if not loop.is_closed():  # the collector may run in any thread
+                loop.call_soon_threadsafe(task.cancel)
 
     def __aiter__(self) -> WorkflowRunStream:
         return self
