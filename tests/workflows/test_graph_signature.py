@@ -129,6 +129,7 @@ async def test_a_checkpoint_of_another_graph_is_refused_before_anything_is_resto
         assert caught.value.expected == other.graph_signature_hash, name
         assert caught.value.actual == workflow.graph_signature_hash, name
         assert workflow.graph_signature_hash in str(caught.value)
+        assert other.graph_signature_hash in str(caught.value)
         assert [s.snapshot_id for s in loaded.snapshots] == before
     reloaded = await storage.load(checkpoint.checkpoint_id)
     assert [s.snapshot_id for s in reloaded.snapshots] == before
