@@ -17,12 +17,11 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -34,6 +33,8 @@ EMULATOR_KEY = (
     "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 )
 REQUIRE_ENV = "CHECKFLOW_REQUIRE_EMULATOR"
+START_SECONDS_ENV = "CHECKFLOW_EMULATOR_START_SECONDS"
+DEFAULT_START_SECONDS = 120.0
 _READY = re.compile(r"Ready to accept HTTPS? connections at (?P<host>[^\s:]+):(?P<port>\d+)")
 
 
@@ -48,7 +49,7 @@ class CosmosEmulator:
     process: subprocess.Popen[str]
     endpoint: str
     key: str = EMULATOR_KEY
-    _output: list[str] = field(default_factory=list, repr=False)
+    output: list[str] = field(default_factory=list, repr=False)
 
     @property
     def pid(self) -> int:
@@ -63,6 +64,20 @@ class CosmosEmulator:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout)
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+
+    def _drain(self, ready: threading.Event) -> None:
+        """Read every output line; set the endpoint and ``ready`` on the ready line (or EOF)."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            del self.output[:-200]
+            match = _READY.search(line)
+            if match is not None and not ready.is_set():
+                self.endpoint = f"http://{match['host']}:{match['port']}/"
+                ready.set()
+        ready.set()  # the process ended (or closed its output) before it was ready
 
 
 def emulator_unavailable_reason() -> str | None:
@@ -77,51 +92,43 @@ def emulator_unavailable_reason() -> str | None:
     return None
 
 
-def start_emulator(*, timeout: float = 30.0) -> CosmosEmulator:
-    """Start the emulator on a free loopback port; its first stdout line names the port."""
+def start_emulator(*, timeout: float | None = None, port: int = 0) -> CosmosEmulator:
+    """Start the emulator on a loopback port (``0``: a free one) and wait until it is ready.
+
+    ``timeout`` defaults to ``$CHECKFLOW_EMULATOR_START_SECONDS`` or 120 s, generous for a slow,
+    busy CI machine. The emulator's stdin is a pipe held by this process: when this process
+    dies, however abruptly, the pipe closes and the emulator exits (``--exit-with-parent``),
+    so no node process outlives the test run. On any failure the process is stopped and the
+    error quotes what it said.
+    """
     reason = emulator_unavailable_reason()
     if reason is not None:
         raise EmulatorUnavailableError(f"Cosmos DB emulator unavailable: {reason}")
+    if timeout is None:
+        timeout = float(os.environ.get(START_SECONDS_ENV, DEFAULT_START_SECONDS))
     node = shutil.which("node")
     assert node is not None
+    command = [node, str(SHIM_SCRIPT), "-p", str(port), "--host", "127.0.0.1", "--no-ssl",
+               "--exit-with-parent"]
     process = subprocess.Popen(
-        [node, str(SHIM_SCRIPT), "-p", "0", "--host", "127.0.0.1", "--no-ssl"],
-        cwd=EMULATOR_DIR,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
+        command, cwd=EMULATOR_DIR, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
     )
-    assert process.stdout is not None and process.stderr is not None
-    output: list[str] = []
-    # drain both pipes for the process's whole life so a chatty server never blocks
-    stderr_reader = threading.Thread(target=_drain, args=(process.stderr, output), daemon=True)
-    stderr_reader.start()
-    first: list[str] = []
-    stdout_reader = threading.Thread(
-        target=_drain, args=(process.stdout, output, first), daemon=True
-    )
-    stdout_reader.start()
-    emulator = CosmosEmulator(process=process, endpoint="", _output=output)
-    deadline = time.monotonic() + timeout
-    while not first and process.poll() is None and time.monotonic() < deadline:
-        stdout_reader.join(0.05)
-    match = _READY.search(first[0]) if first else None
-    if match is None:
+    emulator = CosmosEmulator(process=process, endpoint="")
+    # drain the output for the process's whole life so a chatty server never blocks
+    ready = threading.Event()
+    reader = threading.Thread(target=emulator._drain, args=(ready,), daemon=True)
+    reader.start()
+    if not ready.wait(timeout) or emulator.endpoint == "":
         emulator.stop()
-        stderr_reader.join(5)
-        said = "".join(output)[-2000:] or f"nothing within {timeout}s"
-        raise EmulatorUnavailableError(f"Cosmos DB emulator did not start; it said: {said}")
-    emulator.endpoint = f"http://{match['host']}:{match['port']}/"
+        reader.join(5)
+        said = "".join(emulator.output)[-2000:].strip() or "nothing"
+        raise EmulatorUnavailableError(
+            f"Cosmos DB emulator ({' '.join(command[1:])}) was not ready within {timeout:.0f} s "
+            f"(exit code {process.poll()}; raise ${START_SECONDS_ENV} on a slow machine); "
+            f"it said: {said}"
+        )
     return emulator
-
-
-def _drain(stream: IO[str], sink: list[str], first: list[str] | None = None) -> None:
-    for line in stream:
-        if first is not None and not first:
-            first.append(line)
-        sink.append(line)
-        del sink[:-200]
 
 
 def cosmos_client(emulator: CosmosEmulator, *, endpoint: str | None = None, **kwargs: Any) -> Any:

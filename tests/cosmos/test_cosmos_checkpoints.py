@@ -14,6 +14,7 @@ from cosmos_support import make_state, partition_items, state_of_size
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, CheckpointStorage
 from checkflow.errors import (
     CheckpointConflictError,
+    CheckpointError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
     UnsupportedFormatVersionError,
@@ -284,6 +285,69 @@ async def test_leftovers_of_an_interrupted_delete_never_reach_a_new_checkpoint(
     assert [s.snapshot_id for s in loaded.snapshots] == [fresh.head_snapshot_id]
     await cosmos_storage.prune("run-1", keep=[])
     assert len(await partition_items(cosmos_container, "run-1")) == 2
+
+
+async def test_deleting_a_re_created_checkpoint_also_removes_an_interrupted_deletes_leftovers(
+    cosmos_storage: CosmosCheckpointStorage, cosmos_container: Any
+) -> None:
+    await _started(cosmos_storage, n=2)
+    await cosmos_container.delete_item("manifest", partition_key="run-1")  # delete's first step
+    await _started(cosmos_storage, n=1)
+    await cosmos_storage.delete("run-1")
+    assert await partition_items(cosmos_container, "run-1") == {}
+
+
+async def test_deleting_an_id_whose_delete_was_interrupted_finishes_it_and_says_not_found(
+    cosmos_storage: CosmosCheckpointStorage, cosmos_container: Any
+) -> None:
+    await _started(cosmos_storage, n=2)
+    await cosmos_container.delete_item("manifest", partition_key="run-1")
+    with pytest.raises(CheckpointNotFoundError):
+        await cosmos_storage.delete("run-1")
+    assert await partition_items(cosmos_container, "run-1") == {}
+
+
+async def test_delete_keeps_chunks_a_first_commit_may_still_be_writing(
+    cosmos_storage: CosmosCheckpointStorage, cosmos_container: Any
+) -> None:
+    await _started(cosmos_storage)
+    in_flight = {"id": "c.next", "pk": "run-1", "kind": "chunk", "epoch": "new", "data": "x"}
+    await cosmos_container.create_item(in_flight)
+    await cosmos_storage.delete("run-1")
+    assert set(await partition_items(cosmos_container, "run-1")) == {"c.next"}
+
+
+async def test_a_commit_that_keeps_losing_to_prune_says_so_and_changes_nothing(
+    cosmos_storage: CosmosCheckpointStorage, cosmos_container: Any
+) -> None:
+    checkpoint = await _started(cosmos_storage)
+    pruner = CosmosCheckpointStorage(cosmos_container)
+
+    class PrunedBeforeEveryBatch(CosmosCheckpointStorage):
+        """Another host's prune() (of a stray chunk) touches the manifest before each batch."""
+
+        async def _execute_batch(self, pk: str, operations: list[Any]) -> list[Any]:
+            stray = {"id": f"c.{uuid.uuid4().hex}", "pk": pk, "kind": "chunk", "epoch": "old"}
+            await cosmos_container.create_item({**stray, "data": "x"})
+            await pruner.prune("run-1", keep=[])
+            return await super()._execute_batch(pk, operations)
+
+    loaded = await PrunedBeforeEveryBatch(cosmos_container).load("run-1")
+    with pytest.raises(CheckpointConflictError, match="kept being rewritten") as caught:
+        await loaded.commit_snapshot(state=make_state("never lands"))
+    head = checkpoint.head_snapshot_id
+    assert caught.value.actual_head_snapshot_id == caught.value.expected_head_snapshot_id == head
+    assert (await cosmos_storage.load("run-1")).head_snapshot_id == head
+
+
+async def test_metadata_too_large_for_a_batch_is_refused_before_anything_commits(
+    cosmos_storage: CosmosCheckpointStorage,
+) -> None:
+    checkpoint = await _started(cosmos_storage)
+    with pytest.raises(CheckpointError, match="exceeds the limits"):
+        await checkpoint.commit_snapshot(state=make_state(), metadata={"log": "x" * 1_600_000})
+    loaded = await cosmos_storage.load("run-1")
+    assert [s.snapshot_id for s in loaded.snapshots] == [checkpoint.head_snapshot_id]
 
 
 async def test_a_missing_head_item_is_reported_as_corruption_naming_it(

@@ -6,11 +6,18 @@ partition-scoped queries), so a broken emulator fails here first, with a clear n
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from azure.cosmos.exceptions import CosmosBatchOperationError, CosmosResourceNotFoundError
-from cosmos_emulator import CosmosEmulator, start_emulator
+from cosmos_emulator import CosmosEmulator, EmulatorUnavailableError, start_emulator
 
 PK = "run-1"
 
@@ -94,3 +101,57 @@ def test_the_launcher_starts_its_own_emulator_and_stops_exactly_it(
         second.stop()
     assert second.process.poll() is not None
     assert cosmos_emulator.process.poll() is None
+
+
+def test_an_emulator_that_cannot_start_fails_clearly_and_leaves_no_process(
+    cosmos_emulator: CosmosEmulator,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(EmulatorUnavailableError, match="EADDRINUSE") as caught:
+            start_emulator(port=taken.getsockname()[1], timeout=60)
+    assert "was not ready within 60 s" in str(caught.value)
+
+
+_ORPHAN_PARENT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from cosmos_emulator import start_emulator
+emulator = start_emulator()
+print(emulator.pid, flush=True)
+sys.stdin.read()  # until the test kills this process
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead, only not yet reaped
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc to tell a zombie")
+def test_the_emulator_exits_when_the_process_that_started_it_is_killed(
+    cosmos_emulator: CosmosEmulator,
+) -> None:
+    tests = str(Path(__file__).resolve().parents[1])
+    parent = subprocess.Popen([sys.executable, "-c", _ORPHAN_PARENT, tests],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    line = parent.stdout.readline()  # flushed once its emulator is ready
+    assert line.strip().isdigit(), line
+    node = int(line)
+    try:
+        assert _alive(node)
+        parent.send_signal(signal.SIGKILL)  # no finalizer, no atexit: only the pipe closes
+        parent.wait(60)
+        deadline = time.monotonic() + 60
+        while _alive(node):
+            assert time.monotonic() < deadline, f"emulator {node} outlived its parent"
+            time.sleep(0.05)
+    finally:
+        if _alive(node):
+            os.kill(node, signal.SIGKILL)

@@ -21,6 +21,9 @@
  *  6. With --no-ssl the account metadata now advertises http:// (the package says https://,
  *     which made the SDK switch to TLS unless enable_endpoint_discovery=False).
  *  7. keep-alive turned on (the package sends "Connection: close" by default).
+ *
+ * --exit-with-parent: exit when stdin closes. The launcher holds the other end of a pipe,
+ * so the emulator never outlives the process that started it, even one killed with SIGKILL.
  */
 const path = require("path");
 const net = require("net");
@@ -187,6 +190,12 @@ while (argv.length) {
   else if (k === "--host") args.hostname = argv.shift();
   else if (k === "--no-ssl") args.nossl = true;
   else if (k === "--no-keepalive") args.nokeepalive = true;
+  else if (k === "--exit-with-parent") args.exitWithParent = true;
+}
+if (args.exitWithParent) {
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.on("error", () => process.exit(0));
+  process.stdin.resume();
 }
 const server = (args.nossl ? createHttpServer : createHttpsServer)({ keepAlive: !args.nokeepalive });
 const [inner] = server.listeners("request");

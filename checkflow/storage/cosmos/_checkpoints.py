@@ -74,10 +74,6 @@ _INVENTORY_SQL: Final = (
     "SELECT c.id, c.kind, c.epoch, c.seq, c.snapshot_id, c.parent_snapshot_id, c.chunks "
     "FROM c WHERE c.pk = @pk AND (c.kind = 'snapshot' OR c.kind = 'chunk')"
 )
-_EPOCH_ITEMS_SQL: Final = (
-    "SELECT c.id FROM c WHERE c.pk = @pk AND c.epoch = @epoch "
-    "AND (c.kind = 'snapshot' OR c.kind = 'chunk')"
-)
 _LIST_SQL: Final = "SELECT c.checkpoint_id FROM c WHERE c.kind = 'manifest'"
 
 
@@ -148,9 +144,7 @@ class CosmosCheckpointStorage(CosmosResource):
             if etag is not None:  # without one the next commit simply reads the manifest
                 self._remember(new._replace(etag=etag))
             return
-        raise CheckpointConflictError(
-            cid, expected_head_snapshot_id=expected, actual_head_snapshot_id=expected
-        )
+        raise _still_at_head(cid, expected, "a commit")
 
     async def _base_for_commit(self, cid: str, pk: str, expected: str | None) -> Manifest | None:
         """The manifest the commit replaces (``None``: first commit creates it)."""
@@ -297,21 +291,35 @@ class CosmosCheckpointStorage(CosmosResource):
     # -- removing ----------------------------------------------------------------------------
 
     async def delete(self, checkpoint_id: str) -> None:
-        """Remove the manifest first (the checkpoint is gone from then on), then its items."""
+        """Remove the manifest first (the checkpoint is gone from then on), then its items.
+
+        Also removes what an earlier, interrupted ``delete()`` of this id left behind: items
+        of any epoch that a snapshot item proves once had a manifest and that no manifest
+        names now. Raises ``CheckpointNotFoundError`` without a manifest (after that cleanup).
+        Chunks of a first commit that never landed are left for ``prune()``: they may belong
+        to a commit still in flight.
+        """
         pk = partition_key(checkpoint_id)
         manifest = await self._read_manifest(checkpoint_id, pk)
-        if manifest is None:
+        deleted = False
+        if manifest is not None:
+            try:
+                await self.container.delete_item(MANIFEST_ID, partition_key=pk)
+                deleted = True
+            except CosmosHttpResponseError as exc:
+                if status_of(exc) != 404:
+                    raise
+            for key in [key for key in self._manifests if key[0] == checkpoint_id]:
+                del self._manifests[key]
+        rows = await query_partition(self.container, pk, _INVENTORY_SQL)
+        live = await self._read_manifest(checkpoint_id, pk)  # a re-creation meanwhile stays
+        dead = {row.get("epoch") for row in rows if row.get("kind") == "snapshot"}
+        if manifest is not None:
+            dead.add(manifest.epoch)
+        dead.discard(live.epoch if live is not None else None)
+        await self._delete_items(pk, [row["id"] for row in rows if row.get("epoch") in dead])
+        if not deleted:
             raise CheckpointNotFoundError(checkpoint_id)
-        try:
-            await self.container.delete_item(MANIFEST_ID, partition_key=pk)
-        except CosmosHttpResponseError as exc:
-            if status_of(exc) == 404:
-                raise CheckpointNotFoundError(checkpoint_id) from exc
-            raise
-        for key in [key for key in self._manifests if key[0] == checkpoint_id]:
-            del self._manifests[key]
-        rows = await query_partition(self.container, pk, _EPOCH_ITEMS_SQL, epoch=manifest.epoch)
-        await self._delete_items(pk, [row["id"] for row in rows])
 
     async def prune(self, checkpoint_id: str, *, keep: Iterable[str]) -> list[str]:
         """Delete snapshots off the lineages of ``keep`` and the head, and unnamed chunks.
@@ -337,6 +345,8 @@ class CosmosCheckpointStorage(CosmosResource):
             await self._delete_items(pk, doomed_snapshots)
             await self._delete_items(pk, doomed_chunks)
             return removed
+        if heads[0] == heads[-1]:
+            raise _still_at_head(checkpoint_id, heads[0], "prune()")
         raise CheckpointConflictError(  # commits kept landing while prune() planned
             checkpoint_id, expected_head_snapshot_id=heads[0], actual_head_snapshot_id=heads[-1]
         )
@@ -414,6 +424,23 @@ def _prune_plan(
     ]
     doomed_chunks = [r["id"] for r in rows if r.get("kind") == "chunk" and r["id"] not in named]
     return removed, doomed_snapshots, doomed_chunks
+
+
+def _still_at_head(cid: str, head: str | None, what: str) -> CheckpointConflictError:
+    """The conflict after ``_MAX_ATTEMPTS`` lost races on the manifest's ETag, said plainly.
+
+    The head never moved: another writer kept rewriting the manifest unchanged (``prune()``
+    touching it). Nothing was changed, and retrying is safe.
+    """
+    error = CheckpointConflictError(
+        cid, expected_head_snapshot_id=head, actual_head_snapshot_id=head
+    )
+    error.args = (
+        f"checkpoint {cid!r}: {what} gave up after {_MAX_ATTEMPTS} attempts because the "
+        f"manifest kept being rewritten (a concurrent prune()?) while its head stayed "
+        f"{head!r}; nothing was changed, retry",
+    )
+    return error
 
 
 def _operation_status(exc: CosmosBatchOperationError) -> int | None:
