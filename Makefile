@@ -35,8 +35,14 @@ test: $(STAMP) emulator lint pytest
 serve: $(STAMP)
 	$(BIN)/python -m checkflow serve samples.approval:workflow
 
-bench: $(STAMP)
+# Every benchmark. bench/engine.py also times its peer frameworks when the separate
+# .venv-bench exists (see bench/requirements-peers.txt) and skips them with a note otherwise;
+# bench/cosmos.py starts its own emulator (node + `make emulator`).
+bench: $(STAMP) emulator
 	$(BIN)/python bench/codec_and_storage.py
+	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/hosting.py
+	$(BIN)/python bench/cosmos.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

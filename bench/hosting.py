@@ -1,8 +1,8 @@
 """Hosting throughput: N concurrent clients drive the native API of a real server for a while.
 
-Starts ``python -m checkflow serve hosting:workflow`` (this file, imported by the server as the
-module ``hosting``) on loopback for each storage, then runs N client tasks for a fixed time.
-Each request runs a 3-superstep workflow (start -> shout -> finish, 4 snapshots). Two request
+Starts ``python -m checkflow serve e2e_flows:workflow`` (the end-to-end tests' workflow,
+``tests/e2e/e2e_flows.py``) on loopback for each storage, then runs N client tasks for a fixed
+time. Each request runs a 3-superstep workflow (start -> shout -> finish, 4 snapshots). Two request
 mixes: a new conversation per request, and one conversation per client that keeps growing.
 Prints requests/s and p50/p95 latency, and first the host's own overhead in process (host.run
 against a bare workflow.run); asserts nothing.
@@ -22,38 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
+E2E = Path(__file__).resolve().parent.parent / "tests" / "e2e"
+sys.path.insert(0, str(E2E))
 
-
-class Start(Executor):
-    @handler
-    async def start(self, text: str, ctx: WorkflowContext) -> None:
-        await ctx.send_message(text)
-
-
-class Shout(Executor):
-    @handler
-    async def shout(self, text: str, ctx: WorkflowContext) -> None:
-        ctx.executor_state["seen"] = ctx.executor_state.get("seen", 0) + 1
-        await ctx.send_message(text.upper())
-
-
-class Finish(Executor):
-    @handler
-    async def finish(self, text: str, ctx: WorkflowContext) -> None:
-        await ctx.yield_output(text)
-
-
-_start, _shout, _finish = Start("start"), Shout("shout"), Finish("finish")
-workflow = WorkflowBuilder(start_executor=_start, name="bench").add_chain(
-    [_start, _shout, _finish]).build()
+from e2e_flows import workflow  # noqa: E402  (the end-to-end tests' 3-superstep workflow)
 
 
 def _start_server(storage: str) -> tuple[subprocess.Popen[str], str]:
-    here = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parent)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(E2E), str(E2E.parents[1])])}
     process = subprocess.Popen(
-        [sys.executable, "-m", "checkflow", "serve", "hosting:workflow", "--port", "0",
+        [sys.executable, "-m", "checkflow", "serve", "e2e_flows:workflow", "--port", "0",
          "--storage", storage],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )

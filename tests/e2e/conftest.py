@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,14 @@ HERE = Path(__file__).resolve().parent
 
 
 class Server:
-    """One ``python -m checkflow serve`` process; ``url`` once it is listening."""
+    """One ``python -m checkflow serve`` process; ``url`` once it is listening.
+
+    Its output is read for the process's whole life (so a chatty server never blocks on a
+    full pipe); the banner is awaited with a generous deadline, and a server that exits or
+    stays silent fails the test quoting what it said.
+    """
+
+    START_SECONDS = 120.0
 
     def __init__(self, target: str, storage: str, gates: Path, *extra: str) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]),
@@ -31,12 +39,22 @@ class Server:
              "--storage", storage, *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
         )
-        assert self.process.stdout is not None
-        banner = self.process.stdout.readline()  # flushed once the socket is bound
-        if " on http://" not in banner:
+        self.output: list[str] = []
+        self._banner = threading.Event()
+        threading.Thread(target=self._drain, daemon=True).start()
+        self._banner.wait(self.START_SECONDS)
+        if not self.output or " on http://" not in self.output[0]:
             self.stop()
-            raise RuntimeError(f"server did not start: {banner}{self.process.stdout.read()}")
-        self.url = banner.split(" on ", 1)[1].split()[0]
+            said = "".join(self.output)[-4000:] or "nothing"
+            raise RuntimeError(f"server {target} did not start; it said: {said}")
+        self.url = self.output[0].split(" on ", 1)[1].split()[0]
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:  # the banner is flushed once the socket is bound
+            self.output.append(line)
+            self._banner.set()
+        self._banner.set()
 
     def stop(self) -> None:
         if self.process.poll() is None:
