@@ -132,3 +132,22 @@ def test_codec_reserved_type_ids_cannot_be_taken() -> None:
 def test_non_class_is_refused() -> None:
     with pytest.raises(TypeError, match="expects a class"):
         state.register_state_type(lambda: None)  # type: ignore[call-overload]
+
+
+def test_registered_type_and_state_type_id_look_each_other_up() -> None:
+    @state.register_state_type(type_id="tests.registry.LookedUp")
+    @dataclasses.dataclass
+    class LookedUp:
+        x: int
+
+    assert state.registered_type("tests.registry.LookedUp") is LookedUp
+    assert state.state_type_id(LookedUp) == "tests.registry.LookedUp"
+
+
+def test_lookups_answer_none_for_what_is_not_registered() -> None:
+    class Stranger:
+        pass
+
+    assert state.registered_type("tests.registry.NeverRegistered") is None
+    assert state.registered_type("os.system") is None
+    assert state.state_type_id(Stranger) is None
