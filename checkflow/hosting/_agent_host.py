@@ -46,21 +46,13 @@ class AgentHost:
 
     @overload
     async def run(
-        self,
-        conversation_id: str,
-        messages: AgentInput,
-        *,
-        principal: str | None = None,
+        self, conversation_id: str, messages: AgentInput, *, principal: str | None = None,
         stream: Literal[False] = False,
     ) -> AgentResponse: ...
 
     @overload
     async def run(
-        self,
-        conversation_id: str,
-        messages: AgentInput,
-        *,
-        principal: str | None = None,
+        self, conversation_id: str, messages: AgentInput, *, principal: str | None = None,
         stream: Literal[True],
     ) -> AsyncIterator[AgentResponseUpdate]: ...
 

@@ -91,6 +91,7 @@ def _handler(fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request]
 
 
 _NATIVE_PREFIX = "/v1/conversations/"
+_BASE = _NATIVE_PREFIX + "{conversation_id:path}"
 
 
 class _EncodedNativePaths:
@@ -144,32 +145,38 @@ def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]
         return json_response(run_view(state))
 
     async def list_snapshots(request: Request) -> Response:
-        state = await host.get_conversation(
+        checkpoint, token = await host.get_checkpoint(
             _conversation_id(request), principal=request_principal(request))
-        head = state.resume_token.snapshot_id if state.resume_token else None
-        snapshots = state.checkpoint.snapshots if state.checkpoint else []
-        return json_response({"snapshots": [snapshot_summary(s, head) for s in snapshots]})
+        snapshots = [snapshot_summary(s, token.snapshot_id) for s in checkpoint.snapshots]
+        return json_response({"snapshots": snapshots})
 
     async def get_snapshot(request: Request) -> Response:
-        state = await host.get_conversation(
+        checkpoint, token = await host.get_checkpoint(
             _conversation_id(request), principal=request_principal(request))
-        head = state.resume_token.snapshot_id if state.resume_token else None
-        assert state.checkpoint is not None
-        snapshot = state.checkpoint.get_snapshot(_param(request, "snapshot_id"))
-        return json_response(snapshot_detail(snapshot, head))
+        snapshot = checkpoint.get_snapshot(_param(request, "snapshot_id"))
+        return json_response(snapshot_detail(snapshot, token.snapshot_id))
+
+    return [
+        *_conversation_routes(host, run),
+        Route(_BASE + "/snapshots/{snapshot_id}", _handler(get_snapshot), methods=["GET"]),
+        Route(_BASE + "/snapshots", _handler(list_snapshots), methods=["GET"]),
+        Route(_BASE, _handler(get_conversation), methods=["GET"]),
+    ]
+
+
+def _conversation_routes(
+    host: WorkflowHost | AgentHost, run: Callable[[Request], Awaitable[Response]]
+) -> list[BaseRoute]:
+    """``POST .../runs`` with ``run`` and ``DELETE`` of the conversation, for either host."""
 
     async def delete_conversation(request: Request) -> Response:
         await host.delete_conversation(
             _conversation_id(request), principal=request_principal(request))
         return Response(status_code=204)
 
-    base = _NATIVE_PREFIX + "{conversation_id:path}"
     return [
-        Route(base + "/runs", _handler(run), methods=["POST"]),
-        Route(base + "/snapshots/{snapshot_id}", _handler(get_snapshot), methods=["GET"]),
-        Route(base + "/snapshots", _handler(list_snapshots), methods=["GET"]),
-        Route(base, _handler(get_conversation), methods=["GET"]),
-        Route(base, _handler(delete_conversation), methods=["DELETE"]),
+        Route(_BASE + "/runs", _handler(run), methods=["POST"]),
+        Route(_BASE, _handler(delete_conversation), methods=["DELETE"]),
     ]
 
 
@@ -197,16 +204,7 @@ def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
             "messages": jsonable(response.messages),
         })
 
-    async def delete_conversation(request: Request) -> Response:
-        await host.delete_conversation(
-            _conversation_id(request), principal=request_principal(request))
-        return Response(status_code=204)
-
-    base = _NATIVE_PREFIX + "{conversation_id:path}"
-    return [
-        Route(base + "/runs", _handler(run), methods=["POST"]),
-        Route(base, _handler(delete_conversation), methods=["DELETE"]),
-    ]
+    return _conversation_routes(host, run)
 
 
 def _health_routes(host: WorkflowHost | AgentHost) -> list[BaseRoute]:

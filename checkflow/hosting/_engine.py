@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from checkflow import state as codec
 from checkflow.checkpoints import CheckpointSnapshot
-from checkflow.errors import CorruptCheckpointError
+from checkflow.errors import CorruptCheckpointError, StateError
 from checkflow.workflows import PendingRequest, RunStatus, Workflow
 
 __all__ = ["HeadFacts", "head_facts", "inspected_requests", "start_input_types"]
@@ -31,12 +32,23 @@ def start_input_types(workflow: Workflow) -> tuple[Any, ...]:
 
 
 def head_facts(workflow: Workflow, snapshot: CheckpointSnapshot) -> HeadFacts:
-    """Status, every output along the lineage, and pending requests at ``snapshot``."""
-    state = snapshot.state
+    """Status, every output along the lineage, and pending requests at ``snapshot``.
+
+    Decodes only the parts it reads (the status, ``messages.output`` and
+    ``messages.pending``), so executor or edge state holding a type this process does not
+    know never stops a conversation from being shown.
+    """
+    record = snapshot.record
     try:
-        status = RunStatus(state["workflow_state"]["status"])
-        outputs = list(state["messages"]["output"])
-        raw_requests = state["messages"]["pending"]["requests"]
+        parts = record.parts
+
+        def part(bucket: str, key: str) -> Any:
+            return codec.decode(parts[bucket][key], format=record.format,
+                                path=f"{bucket}.{key}")
+
+        status = RunStatus(part("workflow_state", "status"))
+        outputs = list(part("messages", "output"))
+        raw_requests = part("messages", "pending")["requests"]
         pending = {
             request_id: PendingRequest(
                 request_id=raw["request_id"],
@@ -46,6 +58,8 @@ def head_facts(workflow: Workflow, snapshot: CheckpointSnapshot) -> HeadFacts:
             )
             for request_id, raw in raw_requests.items()
         }
+    except StateError:
+        raise  # a value this process cannot decode: say so, it is not damage
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptCheckpointError(
             f"snapshot {snapshot.snapshot_id!r} is not a workflow run state ({exc!r})"

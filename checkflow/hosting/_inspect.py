@@ -11,14 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
-from checkflow.errors import CheckflowError
-from checkflow.hosting._views import jsonable, snapshot_summary
+from checkflow.hosting._views import inspect_metadata, jsonable, snapshot_summary
 from checkflow.state import decode_for_inspection
 
 __all__ = [
     "checkpoint_export",
     "checkpoint_summary",
-    "inspect_metadata",
     "inspect_state",
     "render_tree",
     "snapshot_detail",
@@ -36,18 +34,9 @@ def inspect_state(snapshot: CheckpointSnapshot) -> dict[str, Any]:
     }
 
 
-def inspect_metadata(snapshot: CheckpointSnapshot) -> dict[str, Any]:
-    """The snapshot's metadata; its raw stored form if it holds types unknown here."""
-    try:
-        return snapshot.metadata
-    except CheckflowError:
-        return dict(snapshot.record.metadata)
-
-
 def snapshot_detail(snapshot: CheckpointSnapshot, head_snapshot_id: str | None) -> dict[str, Any]:
     """The snapshot list entry plus its state, JSON-native."""
     body = snapshot_summary(snapshot, head_snapshot_id)
-    body["metadata"] = jsonable(inspect_metadata(snapshot))
     body["state"] = jsonable(inspect_state(snapshot))
     return body
 

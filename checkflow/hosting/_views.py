@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from checkflow import state as codec
-from checkflow.errors import WorkflowConvergenceError
+from checkflow.errors import CheckflowError, WorkflowConvergenceError
 from checkflow.state import OpaqueValue
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "error_body",
     "event_view",
+    "inspect_metadata",
     "jsonable",
     "pending_view",
     "run_view",
@@ -170,11 +171,20 @@ def _is_pending(value: Any) -> bool:
     return all(hasattr(value, a) for a in ("request_id", "response_type", "source_executor_id"))
 
 
+def inspect_metadata(snapshot: CheckpointSnapshot) -> dict[str, Any]:
+    """The snapshot's metadata; its raw stored form if it holds types unknown here."""
+    try:
+        return snapshot.metadata
+    except CheckflowError:
+        return dict(snapshot.record.metadata)
+
+
 def snapshot_summary(snapshot: CheckpointSnapshot, head_snapshot_id: str | None) -> dict[str, Any]:
+    """A snapshot list entry; metadata holding types unknown here is shown as stored."""
     return {
         "snapshot_id": snapshot.snapshot_id,
         "parent_snapshot_id": snapshot.parent_snapshot_id,
         "timestamp": snapshot.timestamp,
-        "metadata": jsonable(snapshot.metadata),
+        "metadata": jsonable(inspect_metadata(snapshot)),
         "is_head": snapshot.snapshot_id == head_snapshot_id,
     }

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypedDict, TypeVar, Unpack, overload
 
 from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
 from checkflow.errors import (
@@ -41,11 +41,21 @@ from checkflow.sessions import InMemorySessionStore, SessionStore
 from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import RunStatus, Workflow, WorkflowEvent, WorkflowRunResult
 
-__all__ = ["HostedRunStream", "WorkflowHost"]
+__all__ = ["HostedRunStream", "RunOptions", "WorkflowHost"]
 
 T = TypeVar("T")
 SignatureMismatchPolicy = Literal["reject", "new_checkpoint"]
 _FAILURES = (WorkflowRunError, WorkflowConvergenceError)
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword arguments of ``WorkflowHost.run`` besides ``stream`` (all optional)."""
+
+    message: Any
+    responses: Mapping[str, Any] | None
+    principal: str | None
+    from_snapshot: str | None
+    resume_token: ResumeToken | None
 
 
 @dataclass(slots=True)
@@ -111,28 +121,12 @@ class WorkflowHost:
 
     @overload
     async def run(
-        self,
-        conversation_id: str,
-        *,
-        message: Any = None,
-        responses: Mapping[str, Any] | None = None,
-        principal: str | None = None,
-        from_snapshot: str | None = None,
-        resume_token: ResumeToken | None = None,
-        stream: Literal[False] = False,
+        self, conversation_id: str, *, stream: Literal[False] = False, **options: Unpack[RunOptions]
     ) -> HostedRunResult: ...
 
     @overload
     async def run(
-        self,
-        conversation_id: str,
-        *,
-        message: Any = None,
-        responses: Mapping[str, Any] | None = None,
-        principal: str | None = None,
-        from_snapshot: str | None = None,
-        resume_token: ResumeToken | None = None,
-        stream: Literal[True],
+        self, conversation_id: str, *, stream: Literal[True], **options: Unpack[RunOptions]
     ) -> HostedRunStream: ...
 
     async def run(
@@ -338,22 +332,28 @@ class WorkflowHost:
 
         Raises ``ConversationNotFoundError`` for a conversation this principal does not have.
         """
+        checkpoint, token = await self.get_checkpoint(conversation_id, principal=principal)
+        workflow = await self.workflow()
+        head = checkpoint.get_snapshot(token.snapshot_id)
+        status, outputs, pending = _engine.head_facts(workflow, head)
+        return ConversationState(conversation_id, status, outputs, pending, token, checkpoint)
+
+    async def get_checkpoint(
+        self, conversation_id: str, *, principal: str | None = None
+    ) -> tuple[Checkpoint, ResumeToken]:
+        """The conversation's checkpoint, freshly loaded for reading, and its last good head.
+
+        Decodes no state (snapshot views use the inspection decode). The checkpoint's own
+        head may be ahead of the token's after a failed run; the token names the real one.
+        Raises ``ConversationNotFoundError`` for a conversation this principal does not have.
+        """
         key = ConversationKey(principal, conversation_id)
         session = await self.session_store.get(key.session_id)
         ref = None if session is None else session.state.get("checkpoint")
         checkpoint, good_head = await self._load_referenced(ref)
         if checkpoint is None or good_head is None:
             raise ConversationNotFoundError(conversation_id)
-        workflow = await self.workflow()
-        status, outputs, pending = _engine.head_facts(workflow, checkpoint.get_snapshot(good_head))
-        return ConversationState(
-            conversation_id,
-            status,
-            outputs,
-            pending,
-            ResumeToken(checkpoint.checkpoint_id, good_head),
-            checkpoint,
-        )
+        return checkpoint, ResumeToken(checkpoint.checkpoint_id, good_head)
 
     async def delete_conversation(
         self, conversation_id: str, *, principal: str | None = None

@@ -12,7 +12,9 @@ import msgspec
 import pytest
 from hosting_flows import Gate, build
 
+from checkflow.checkpoints import CheckpointReference, EncodedPart
 from checkflow.hosting import WorkflowHost, create_app
+from checkflow.hosting._keys import ConversationKey
 
 JSON = {"content-type": "application/json"}
 
@@ -234,6 +236,33 @@ async def test_a_snapshot_shows_its_decoded_state(client: httpx.AsyncClient) -> 
     assert detail["is_head"] is True
     assert detail["state"]["messages"]["output"] == ["X"]
     assert detail["state"]["executor_states"]["shout"] == {"seen": 1}
+
+
+async def test_state_of_a_type_this_server_never_registered_is_shown_opaque(
+    host: WorkflowHost, client: httpx.AsyncClient
+) -> None:
+    """As if another deployment, with a type this one lacks, committed the conversation's head."""
+    done = (await run(client, "c", {"message": "x"})).json()
+    checkpoint, token = await host.get_checkpoint("c")
+    head = checkpoint.get_snapshot(token.snapshot_id)
+    state = head.state
+    state["executor_states"]["shout"] = EncodedPart(
+        b'{"$type":"elsewhere.Note","$value":{"text":"hi"}}', "json")
+    foreign = await checkpoint.commit_snapshot(state=state, metadata=head.metadata)
+    session = await host.session_store.get(ConversationKey(None, "c").session_id)
+    assert session is not None
+    session.state["checkpoint"] = CheckpointReference(checkpoint.checkpoint_id,
+                                                      foreign.snapshot_id)
+    await host.session_store.set(session, expected_version=session.version)
+
+    detail = await client.get(f"/v1/conversations/c/snapshots/{foreign.snapshot_id}")
+    assert detail.status_code == 200
+    assert detail.json()["state"]["executor_states"]["shout"] == {
+        "$opaque": "elsewhere.Note", "value": {"text": "hi"}}
+    assert (await client.get("/v1/conversations/c/snapshots")).status_code == 200
+    conversation = (await client.get("/v1/conversations/c")).json()
+    assert conversation["outputs"] == done["outputs"]
+    assert conversation["resume_token"]["snapshot_id"] == foreign.snapshot_id
 
 
 async def test_delete_is_204_and_the_conversation_is_gone(client: httpx.AsyncClient) -> None:
