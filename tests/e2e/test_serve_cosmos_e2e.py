@@ -3,9 +3,7 @@ keeps a paused conversation across a server restart. Runs against the local emul
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,23 +12,11 @@ from cosmos_emulator import CosmosEmulator
 
 
 @pytest.fixture
-def cosmos_env(cosmos_emulator: CosmosEmulator) -> Iterator[None]:
+def cosmos_env(cosmos_emulator: CosmosEmulator, monkeypatch: pytest.MonkeyPatch) -> None:
     """The documented CHECKFLOW_COSMOS_* variables, naming a fresh database on the emulator."""
-    settings = {
-        "CHECKFLOW_COSMOS_ENDPOINT": cosmos_emulator.endpoint,
-        "CHECKFLOW_COSMOS_KEY": cosmos_emulator.key,
-        "CHECKFLOW_COSMOS_DATABASE": f"db-{uuid.uuid4().hex}",
-    }
-    saved = {k: os.environ.get(k) for k in settings}
-    os.environ.update(settings)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    monkeypatch.setenv("CHECKFLOW_COSMOS_ENDPOINT", cosmos_emulator.endpoint)
+    monkeypatch.setenv("CHECKFLOW_COSMOS_KEY", cosmos_emulator.key)
+    monkeypatch.setenv("CHECKFLOW_COSMOS_DATABASE", f"db-{uuid.uuid4().hex}")
 
 
 async def test_a_paused_conversation_survives_a_restart_on_cosmos(

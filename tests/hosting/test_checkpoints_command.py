@@ -109,6 +109,30 @@ def test_prune_keeps_the_head_lineage_and_removes_the_rest(
     assert shown["snapshot_count"] == 2
 
 
+def test_prune_keeps_the_given_snapshots_with_their_ancestors(
+    storage_url: str, capsys: Any
+) -> None:
+    before = json.loads(cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url,
+                            "--json"))
+    (old_tip,) = [tip for tip in before["tips"] if tip != before["head_snapshot_id"]]
+    removed = json.loads(cli(capsys, "checkpoints", "prune", "cp-1", "--storage", storage_url,
+                             "--keep", old_tip, "--json"))["removed"]
+    assert removed == []
+    text = cli(capsys, "checkpoints", "prune", "cp-1", "--storage", storage_url)
+    assert text.startswith("removed 2 snapshot(s)")
+
+
+def test_prune_keeping_an_unknown_snapshot_removes_nothing_and_says_why(
+    storage_url: str, capsys: Any
+) -> None:
+    argv = ["checkpoints", "prune", "cp-1", "--storage", storage_url, "--keep", "no-such"]
+    assert main(argv) == 2
+    assert "no-such" in capsys.readouterr().err
+    shown = json.loads(cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url,
+                           "--json"))
+    assert shown["snapshot_count"] == 4
+
+
 def test_an_unknown_checkpoint_is_an_error_not_a_traceback(
     storage_url: str, capsys: Any
 ) -> None:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from checkflow.cli import main
 from checkflow.hosting._serve import load_object
+from checkflow.hosting._storage_url import COSMOS_SETTINGS
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_a_target_is_loaded_by_module_and_attribute() -> None:
@@ -29,3 +34,22 @@ def test_a_bad_serve_command_exits_2_naming_the_problem(
 ) -> None:
     assert main([*argv, "--port", "0"]) == 2
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["serve", "hosting_flows:build", "--port", "0"],
+                                     ["checkpoints", "ls"]])
+def test_cosmos_storage_without_its_environment_names_the_missing_variables(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in COSMOS_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CHECKFLOW_COSMOS_ENDPOINT", "http://127.0.0.1:9")
+    assert main([*command, "--storage", "cosmos:"]) == 2
+    err = capsys.readouterr().err
+    assert "CHECKFLOW_COSMOS_KEY" in err and "CHECKFLOW_COSMOS_ENDPOINT" not in err
+
+
+def test_the_readme_documents_every_cosmos_setting() -> None:
+    text = README.read_text()
+    assert "## Serving" in text
+    assert [name for name in COSMOS_SETTINGS if f"`{name}`" not in text] == []

@@ -269,6 +269,19 @@ async def test_a_target_factory_is_resolved_once() -> None:
     assert calls == [1]
 
 
+async def test_a_sync_factory_target_is_called_once() -> None:
+    calls: list[int] = []
+
+    def factory():  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return build()
+
+    host = WorkflowHost(factory)
+    await host.run("a", message="x")
+    await host.run("b", message="y")
+    assert calls == [1]
+
+
 async def test_a_builder_target_is_built() -> None:
     from hosting_flows import Shout
 
