@@ -30,6 +30,17 @@ async def _started(storage: CosmosCheckpointStorage, cid: str = "run-1", n: int 
     return checkpoint
 
 
+async def _committed_and_reloaded(
+    storage: CosmosCheckpointStorage, cid: str, state: dict[str, Any], **metadata: Any
+) -> CheckpointSnapshot:
+    """Commit one snapshot to a new checkpoint ``cid``; its head as a fresh load sees it."""
+    await Checkpoint(cid, checkpoint_storage=storage).commit_snapshot(state=state,
+                                                                      metadata=metadata)
+    head = (await storage.load(cid)).head_snapshot
+    assert head is not None
+    return head
+
+
 # -- layout ----------------------------------------------------------------------------------
 
 
@@ -64,23 +75,17 @@ async def test_json_parts_are_readable_json_text_in_the_item(
 async def test_msgpack_storage_round_trips_state_as_base64_parts(cosmos_container: Any) -> None:
     storage = CosmosCheckpointStorage(cosmos_container, format="msgpack")
     state = make_state({"blob": b"\x00\xff", "when": (1, 2)})
-    checkpoint = Checkpoint("mp", checkpoint_storage=storage)
-    await checkpoint.commit_snapshot(state=state)
-    loaded = await storage.load("mp")
-    assert loaded.head_snapshot is not None
-    assert loaded.head_snapshot.state == state
-    assert loaded.head_snapshot.record.format == "msgpack"
+    head = await _committed_and_reloaded(storage, "mp", state)
+    assert head.state == state
+    assert head.record.format == "msgpack"
 
 
 async def test_metadata_beyond_json_types_round_trips(
     cosmos_storage: CosmosCheckpointStorage,
 ) -> None:
     metadata = {"boundary": "superstep_completed", "digest": b"\x00\xfe", "span": (1, 2)}
-    checkpoint = Checkpoint("meta", checkpoint_storage=cosmos_storage)
-    await checkpoint.commit_snapshot(state=make_state(), metadata=metadata)
-    loaded = await cosmos_storage.load("meta")
-    assert loaded.head_snapshot is not None
-    assert loaded.head_snapshot.metadata == metadata
+    head = await _committed_and_reloaded(cosmos_storage, "meta", make_state(), **metadata)
+    assert head.metadata == metadata
 
 
 async def test_a_checkpoint_id_too_long_for_a_partition_key_is_hashed(
@@ -205,13 +210,10 @@ async def test_a_large_state_commits_in_chunks_and_loads_back_equal(
     state: dict[str, Any],
     min_chunks: int,
 ) -> None:
-    checkpoint = Checkpoint("big", checkpoint_storage=cosmos_storage)
-    await checkpoint.commit_snapshot(state=state)
+    head = await _committed_and_reloaded(cosmos_storage, "big", state)
+    assert head.state == state
     items = await partition_items(cosmos_container, "big")
     assert sum(item["kind"] == "chunk" for item in items.values()) >= min_chunks
-    loaded = await cosmos_storage.load("big")
-    assert loaded.head_snapshot is not None
-    assert loaded.head_snapshot.state == state
 
 
 async def test_chunks_of_a_commit_that_lost_are_invisible_and_pruned(

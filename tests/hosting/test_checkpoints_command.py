@@ -66,6 +66,13 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return capsys.readouterr().out
 
 
+def shown(capsys: pytest.CaptureFixture[str], storage_url: str) -> dict[str, Any]:
+    """``checkpoints show cp-1 --json``, parsed."""
+    result: dict[str, Any] = json.loads(
+        cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url, "--json"))
+    return result
+
+
 def test_ls_lists_checkpoint_ids(storage_url: str, capsys: Any) -> None:
     assert cli(capsys, "checkpoints", "ls", "--storage", storage_url).split() == ["cp-1"]
     assert json.loads(cli(capsys, "checkpoints", "ls", "--storage", storage_url, "--json")) == [
@@ -73,12 +80,11 @@ def test_ls_lists_checkpoint_ids(storage_url: str, capsys: Any) -> None:
 
 
 def test_show_names_head_status_and_pending(storage_url: str, capsys: Any) -> None:
-    shown = json.loads(cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url,
-                           "--json"))
-    assert shown["status"] == "awaiting_responses"
-    assert shown["snapshot_count"] == 4
-    assert len(shown["tips"]) == 2
-    assert [r["request_id"] for r in shown["pending_requests"]] == ["r-1"]
+    summary = shown(capsys, storage_url)
+    assert summary["status"] == "awaiting_responses"
+    assert summary["snapshot_count"] == 4
+    assert len(summary["tips"]) == 2
+    assert [r["request_id"] for r in summary["pending_requests"]] == ["r-1"]
     text = cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url)
     assert "awaiting_responses" in text and "r-1" in text
 
@@ -104,16 +110,13 @@ def test_prune_keeps_the_head_lineage_and_removes_the_rest(
     removed = json.loads(cli(capsys, "checkpoints", "prune", "cp-1", "--storage", storage_url,
                              "--json"))["removed"]
     assert len(removed) == 2
-    shown = json.loads(cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url,
-                           "--json"))
-    assert shown["snapshot_count"] == 2
+    assert shown(capsys, storage_url)["snapshot_count"] == 2
 
 
 def test_prune_keeps_the_given_snapshots_with_their_ancestors(
     storage_url: str, capsys: Any
 ) -> None:
-    before = json.loads(cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url,
-                            "--json"))
+    before = shown(capsys, storage_url)
     (old_tip,) = [tip for tip in before["tips"] if tip != before["head_snapshot_id"]]
     removed = json.loads(cli(capsys, "checkpoints", "prune", "cp-1", "--storage", storage_url,
                              "--keep", old_tip, "--json"))["removed"]
@@ -128,9 +131,7 @@ def test_prune_keeping_an_unknown_snapshot_removes_nothing_and_says_why(
     argv = ["checkpoints", "prune", "cp-1", "--storage", storage_url, "--keep", "no-such"]
     assert main(argv) == 2
     assert "no-such" in capsys.readouterr().err
-    shown = json.loads(cli(capsys, "checkpoints", "show", "cp-1", "--storage", storage_url,
-                           "--json"))
-    assert shown["snapshot_count"] == 4
+    assert shown(capsys, storage_url)["snapshot_count"] == 4
 
 
 def test_an_unknown_checkpoint_is_an_error_not_a_traceback(

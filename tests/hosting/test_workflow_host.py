@@ -15,7 +15,7 @@ from checkflow.errors import (
 )
 from checkflow.hosting import ResumeToken, WorkflowHost
 from checkflow.hosting._keys import ConversationKey
-from checkflow.workflows import RunStatus
+from checkflow.workflows import RunStatus, Workflow
 
 
 async def test_a_paused_conversation_is_answered_and_completes(file_host: WorkflowHost) -> None:
@@ -256,27 +256,18 @@ async def test_another_principals_conversation_is_not_found(host: WorkflowHost) 
     assert (await host.get_conversation("c-1", principal="alice")).outputs == ["SECRET"]
 
 
-async def test_a_target_factory_is_resolved_once() -> None:
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync factory", "async factory"])
+async def test_a_target_factory_is_resolved_once(is_async: bool) -> None:
     calls: list[int] = []
 
-    async def factory():  # type: ignore[no-untyped-def]
+    def factory() -> Workflow:
         calls.append(1)
         return build()
 
-    host = WorkflowHost(factory)
-    await host.run("a", message="x")
-    await host.run("b", message="y")
-    assert calls == [1]
+    async def async_factory() -> Workflow:
+        return factory()
 
-
-async def test_a_sync_factory_target_is_called_once() -> None:
-    calls: list[int] = []
-
-    def factory():  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return build()
-
-    host = WorkflowHost(factory)
+    host = WorkflowHost(async_factory if is_async else factory)
     await host.run("a", message="x")
     await host.run("b", message="y")
     assert calls == [1]
