@@ -87,6 +87,9 @@ class ConversationLease:
                 _log.warning("conversation %r: lease lost to another host while running",
                              self.key.conversation_id)
                 return
+            except Exception:  # a store hiccup must not end the run: try again next interval
+                _log.warning("conversation %r: renewing the lease failed; retrying",
+                             self.key.conversation_id, exc_info=True)
 
     async def release(self, update: SessionUpdate | None = None) -> None:
         """Stop renewing; apply ``update`` to the session, clear the lease and store it (CAS).

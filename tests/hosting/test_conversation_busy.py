@@ -175,6 +175,41 @@ async def test_a_run_longer_than_its_lease_keeps_renewing_it(
     assert stored is not None and "lease" not in stored.state
 
 
+class FlakySessions(InMemorySessionStore):
+    """A session store whose next write fails once (a network blip) after ``fail_next()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.failed = asyncio.Event()
+
+    def fail_next(self) -> None:
+        self.armed = True
+
+    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str:
+        if self.armed:
+            self.armed = False
+            self.failed.set()
+            raise OSError("connection reset by peer")
+        return await super().set(session, expected_version=expected_version)
+
+
+async def test_a_failed_lease_renewal_neither_ends_the_run_nor_loses_its_result(
+    gate: Gate,
+) -> None:
+    sessions = FlakySessions()
+    host = WorkflowHost(build(gate), session_store=sessions, lease_seconds=0.3)
+    first = await _held(host, gate)
+    sessions.fail_next()  # the next write is a renewal: the run is held on the gate
+    await sessions.failed.wait()
+    gate.release.set()
+    result = await first
+    assert result.outputs == ["HOLD"]
+    stored = await sessions.get(ConversationKey(None, "c-1").session_id)
+    assert stored is not None and "lease" not in stored.state
+    assert stored.state["checkpoint"].head_snapshot_id == result.resume_token.snapshot_id
+
+
 class RacingSessions(InMemorySessionStore):
     """A session store whose first two reads of a session wait for each other (a barrier),
     so two hosts both see a brand-new conversation before either writes its lease."""
