@@ -88,6 +88,20 @@ async def test_a_failed_workflow_answers_200_with_an_error_object(
     assert (await run(client, "c-1", {"message": "ok"})).json()["outputs"] == ["OK"]
 
 
+async def test_a_workflow_that_never_converges_answers_200_failed_naming_why() -> None:
+    from hosting_flows import Shout
+
+    from checkflow.workflows import WorkflowBuilder
+
+    loop = Shout("loop")
+    workflow = WorkflowBuilder(start_executor=loop, max_iterations=3).add_edge(loop, loop).build()
+    async with client_for(create_app(WorkflowHost(workflow))) as client:
+        response = await run(client, "c-1", {"message": "again"})
+    assert response.status_code == 200
+    assert response.json()["status"] == "failed"
+    assert response.json()["error"]["code"] == "workflow_did_not_converge"
+
+
 async def test_malformed_json_is_400(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/conversations/c/runs", content=b'{"message": ', headers=JSON)
     assert response.status_code == 400
@@ -127,6 +141,18 @@ async def test_a_wrong_response_type_is_422_naming_the_request(client: httpx.Asy
     response = await run(client, "c", {"responses": {request_id: "yes please"}})
     assert response.status_code == 422
     assert response.json()["error"]["request_id"] == request_id
+
+
+async def test_an_answer_to_an_unknown_request_is_422_and_keeps_the_pause(
+    client: httpx.AsyncClient,
+) -> None:
+    paused = (await run(client, "c", {"message": "ask"})).json()
+    response = await run(client, "c", {"responses": {"no-such-request": True}})
+    assert response.status_code == 422
+    assert response.json()["error"]["request_id"] == "no-such-request"
+    state = (await client.get("/v1/conversations/c")).json()
+    assert state["pending_requests"] == paused["pending_requests"]
+    assert state["resume_token"] == paused["resume_token"]
 
 
 async def test_an_unknown_conversation_is_404(client: httpx.AsyncClient) -> None:
