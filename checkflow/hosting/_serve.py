@@ -53,13 +53,17 @@ def _adapters(names: Sequence[str]) -> list[Adapter]:
         if ":" in name:
             obj = load_object(name)
         else:
+            module_name = f"checkflow.adapters.{name}"
             try:
-                module = importlib.import_module(f"checkflow.adapters.{name}")
+                module = importlib.import_module(module_name)
             except ModuleNotFoundError as exc:
+                if exc.name not in (module_name, "checkflow.adapters"):
+                    raise  # the adapter exists but its extra is missing: say which module
                 raise ValueError(f"--adapters: no adapter named {name!r}") from exc
             obj = module.default_adapter
-        adapter = obj if isinstance(obj, Adapter) else obj()
-        found.append(adapter)
+        # a class has a ``routes`` attribute too: only an instance is an adapter as it is
+        is_adapter = isinstance(obj, Adapter) and not isinstance(obj, type)
+        found.append(obj if is_adapter else obj())
     return found
 
 

@@ -18,6 +18,15 @@ def test_a_target_is_loaded_by_module_and_attribute() -> None:
     assert callable(workflow)
 
 
+def test_an_adapter_named_by_its_class_is_instantiated() -> None:
+    from test_native_api import EchoAdapter
+
+    from checkflow.hosting._serve import _adapters
+
+    (adapter,) = _adapters(["native", "test_native_api:EchoAdapter"])
+    assert isinstance(adapter, EchoAdapter)
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
