@@ -2,10 +2,12 @@
 
 The emulator is ``@vercel/cosmosdb-server`` (pinned in ``tools/cosmos-emulator/package.json``)
 run through the repository's own ``cosmos-shim.js``, which makes the server handle the Python
-SDK's transactional batches. ``start_emulator()`` runs it on a free loopback port and
-``CosmosEmulator.stop()`` ends that one process by its id. Without ``node`` or without the npm
-package installed the Cosmos tests skip (``make emulator`` installs it), unless
-``CHECKFLOW_REQUIRE_EMULATOR=1``, when they fail instead.
+SDK's transactional batches. ``start_emulator()`` runs it on a free loopback port (waiting up
+to 120 s, ``CHECKFLOW_EMULATOR_START_SECONDS``) and ``CosmosEmulator.stop()`` ends that one
+process by its id; the emulator also exits by itself when the process that started it dies,
+so an interrupted or killed test run leaves no node process behind. Without ``node`` or
+without the npm package installed the Cosmos tests skip (``make emulator`` installs it),
+unless ``CHECKFLOW_REQUIRE_EMULATOR=1``, when they fail instead.
 
 This module never reaches outside the repository and never kills anything it did not start.
 """
