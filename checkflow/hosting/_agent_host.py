@@ -111,7 +111,7 @@ class AgentHost:
     ) -> None:
         """Forget the conversation's agent session (``ConversationNotFoundError`` if none)."""
         key = ConversationKey(principal, conversation_id)
-        lease = await self._leases.acquire(key)
+        lease = await self._leases.acquire(key, create=False)
         existed = isinstance(lease.session.state.get(AGENT_SESSION_KEY), AgentSession)
         await asyncio.shield(lease.release(lambda state: state.pop(AGENT_SESSION_KEY, None)))
         if not existed:

@@ -21,7 +21,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from checkflow.errors import ConversationBusyError, SessionConflictError
+from checkflow.errors import (
+    ConversationBusyError,
+    ConversationNotFoundError,
+    SessionConflictError,
+)
 from checkflow.hosting._keys import ConversationKey
 from checkflow.sessions import AgentSession, SessionStore
 
@@ -148,8 +152,12 @@ class LeaseManager:
             return 0.0
         return max(0.0, float(lease.get("expires_at", 0.0)) - time.time())
 
-    async def acquire(self, key: ConversationKey) -> ConversationLease:
-        """Claim ``key`` in this process, then record a lease in its session (created if needed).
+    async def acquire(self, key: ConversationKey, *, create: bool = True) -> ConversationLease:
+        """Claim ``key`` in this process, then record a lease in its session.
+
+        The session is created if missing; with ``create=False`` a missing one raises
+        ``ConversationNotFoundError`` instead and nothing is written (deleting an unknown
+        conversation must not leave a record behind).
 
         Raises ``ConversationBusyError`` at once when the conversation runs in this process,
         and (with the lease's remaining time as ``retry_after``) when another owner holds a
@@ -157,14 +165,16 @@ class LeaseManager:
         """
         self.busy.claim(key)
         try:
-            return await self._lease(key)
+            return await self._lease(key, create)
         except BaseException:
             self.busy.release(key)
             raise
 
-    async def _lease(self, key: ConversationKey) -> ConversationLease:
+    async def _lease(self, key: ConversationKey, create: bool) -> ConversationLease:
         session = await self.store.get(key.session_id)
         if session is None:
+            if not create:
+                raise ConversationNotFoundError(key.conversation_id)
             session = AgentSession(key.session_id, {"conversation": key.describe()})
         remaining = self.foreign_lease_remaining(session)
         if remaining > 0:

@@ -364,7 +364,7 @@ class WorkflowHost:
         it is running.
         """
         key = ConversationKey(principal, conversation_id)
-        lease = await self._leases.acquire(key)
+        lease = await self._leases.acquire(key, create=False)
         ref = lease.session.state.get("checkpoint")
         generation = int(lease.session.state.get("generation", 0))
 

@@ -12,6 +12,7 @@ import pytest
 from checkflow.agents import AgentResponse, ChatMessage, ScriptedAgent
 from checkflow.errors import ConversationBusyError, ConversationNotFoundError
 from checkflow.hosting import AgentHost, create_app
+from checkflow.hosting._keys import ConversationKey
 from checkflow.sessions import AgentSession
 
 
@@ -93,6 +94,7 @@ async def test_deleting_a_conversation_forgets_its_session(host: AgentHost) -> N
     assert (await host.run("a", "hi")).text == "hello"
     with pytest.raises(ConversationNotFoundError):
         await host.delete_conversation("never")
+    assert await host.session_store.get(ConversationKey(None, "never").session_id) is None
 
 
 @pytest.fixture

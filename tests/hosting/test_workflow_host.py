@@ -191,9 +191,12 @@ async def test_a_deleted_conversation_comes_back_with_a_new_checkpoint_id(
     assert await host.checkpoint_storage.list_checkpoint_ids() == [again.resume_token.checkpoint_id]
 
 
-async def test_deleting_an_unknown_conversation_is_not_found(host: WorkflowHost) -> None:
+async def test_deleting_an_unknown_conversation_is_not_found_and_writes_nothing(
+    host: WorkflowHost,
+) -> None:
     with pytest.raises(ConversationNotFoundError):
         await host.delete_conversation("nobody")
+    assert await host.session_store.get(ConversationKey(None, "nobody").session_id) is None
 
 
 async def test_a_changed_graph_is_refused_with_both_hashes(host: WorkflowHost) -> None:
