@@ -1,8 +1,12 @@
 """End to end on Azure Cosmos DB: ``serve --storage cosmos:`` (settings from the environment)
-keeps a paused conversation across a server restart. Runs against the local emulator."""
+keeps a paused conversation across a server restart, and ``checkpoints ls --storage cosmos:``
+finds what it wrote. Runs against the local emulator."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -35,3 +39,8 @@ async def test_a_paused_conversation_survives_a_restart_on_cosmos(
         assert done.json()["outputs"] == ["published: Five things to know about owls."]
         snapshots = (await client.get(f"{second.url}/v1/conversations/order-9/snapshots")).json()
         assert len(snapshots["snapshots"]) == 5  # 3 for the pause, 2 for the answer
+    listed = subprocess.run(
+        [sys.executable, "-m", "checkflow", "checkpoints", "ls", "--storage", "cosmos:", "--json"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert json.loads(listed.stdout) == [done.json()["resume_token"]["checkpoint_id"]]
