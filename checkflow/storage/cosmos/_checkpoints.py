@@ -51,8 +51,10 @@ from checkflow.storage.cosmos._sdk import (
     CosmosHttpResponseError,
     CosmosResource,
     MatchConditions,
+    delete_item_if_present,
     is_outcome_unknown,
     query_partition,
+    read_item_or_none,
     status_of,
 )
 
@@ -273,12 +275,9 @@ class CosmosCheckpointStorage(CosmosResource):
         return sorted(row["checkpoint_id"] for row in rows if "checkpoint_id" in row)
 
     async def _read_manifest(self, cid: str, pk: str) -> Manifest | None:
-        try:
-            item = await self.container.read_item(MANIFEST_ID, partition_key=pk)
-        except CosmosHttpResponseError as exc:
-            if status_of(exc) == 404:
-                return None
-            raise
+        item = await read_item_or_none(self.container, MANIFEST_ID, pk)
+        if item is None:
+            return None
         source = self._source(pk, MANIFEST_ID)
         manifest = parse_manifest(item, source=source)
         if manifest.checkpoint_id != cid:
@@ -303,12 +302,7 @@ class CosmosCheckpointStorage(CosmosResource):
         manifest = await self._read_manifest(checkpoint_id, pk)
         deleted = False
         if manifest is not None:
-            try:
-                await self.container.delete_item(MANIFEST_ID, partition_key=pk)
-                deleted = True
-            except CosmosHttpResponseError as exc:
-                if status_of(exc) != 404:
-                    raise
+            deleted = await delete_item_if_present(self.container, MANIFEST_ID, pk)
             for key in [key for key in self._manifests if key[0] == checkpoint_id]:
                 del self._manifests[key]
         rows = await query_partition(self.container, pk, _INVENTORY_SQL)
@@ -368,14 +362,9 @@ class CosmosCheckpointStorage(CosmosResource):
         return True
 
     async def _delete_items(self, pk: str, item_ids: list[str]) -> None:
-        async def delete_one(item_id: str) -> None:
-            try:
-                await self.container.delete_item(item_id, partition_key=pk)
-            except CosmosHttpResponseError as exc:
-                if status_of(exc) != 404:
-                    raise
-
-        await self._parallel(delete_one(item_id) for item_id in item_ids)
+        await self._parallel(
+            delete_item_if_present(self.container, item_id, pk) for item_id in item_ids
+        )
 
     # -- helpers -----------------------------------------------------------------------------
 

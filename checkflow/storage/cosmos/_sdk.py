@@ -37,8 +37,10 @@ __all__ = [
     "CosmosHttpResponseError",
     "CosmosResource",
     "MatchConditions",
+    "delete_item_if_present",
     "is_outcome_unknown",
     "query_partition",
+    "read_item_or_none",
     "status_of",
 ]
 
@@ -62,6 +64,32 @@ def is_outcome_unknown(exc: BaseException) -> bool:
     ):
         return True
     return isinstance(exc, CosmosHttpResponseError) and status_of(exc) in _UNKNOWN_OUTCOME_STATUS
+
+
+async def read_item_or_none(
+    container: ContainerProxy, item_id: str, partition_key: str
+) -> dict[str, Any] | None:
+    """The item, or ``None`` when the service answers 404; other errors propagate."""
+    try:
+        item: dict[str, Any] = await container.read_item(item_id, partition_key=partition_key)
+    except CosmosHttpResponseError as exc:
+        if status_of(exc) == 404:
+            return None
+        raise
+    return item
+
+
+async def delete_item_if_present(
+    container: ContainerProxy, item_id: str, partition_key: str
+) -> bool:
+    """Delete the item; ``False`` when it was already gone (404), other errors propagate."""
+    try:
+        await container.delete_item(item_id, partition_key=partition_key)
+    except CosmosHttpResponseError as exc:
+        if status_of(exc) == 404:
+            return False
+        raise
+    return True
 
 
 async def query_partition(

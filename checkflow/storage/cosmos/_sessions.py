@@ -33,6 +33,8 @@ from checkflow.storage.cosmos._sdk import (
     CosmosHttpResponseError,
     CosmosResource,
     MatchConditions,
+    delete_item_if_present,
+    read_item_or_none,
     status_of,
 )
 
@@ -67,12 +69,9 @@ class CosmosSessionStore(CosmosResource):
         """
         pk = partition_key(session_id)
         source = self._source(pk)
-        try:
-            item = await self.container.read_item(SESSION_ID, partition_key=pk)
-        except CosmosHttpResponseError as exc:
-            if status_of(exc) == 404:
-                return None
-            raise
+        item = await read_item_or_none(self.container, SESSION_ID, pk)
+        if item is None:
+            return None
         parsed = _parse(item, session_id, source)
         try:
             fmt: Format = "json" if parsed.format == "json" else "msgpack"
@@ -126,11 +125,7 @@ class CosmosSessionStore(CosmosResource):
 
     async def delete(self, session_id: str) -> None:
         """Forget the session; deleting a missing one is not an error."""
-        try:
-            await self.container.delete_item(SESSION_ID, partition_key=partition_key(session_id))
-        except CosmosHttpResponseError as exc:
-            if status_of(exc) != 404:
-                raise
+        await delete_item_if_present(self.container, SESSION_ID, partition_key(session_id))
 
     def _source(self, pk: str) -> str:
         return item_source(str(getattr(self.container, "id", "?")), pk, SESSION_ID)
