@@ -36,6 +36,7 @@ def test_an_adapter_named_by_its_class_is_instantiated() -> None:
         (["serve", "hosting_flows:build", "--adapters", "native,telepathy"], "telepathy"),
         (["serve", "hosting_flows:build", "--storage", "ftp:somewhere"], "ftp"),
         (["serve", "hosting_flows:Order"], "Workflow"),
+        (["serve", "hosting_flows:build", "--authenticate", "hosting_flows:who"], "'who'"),
     ],
 )
 def test_a_bad_serve_command_exits_2_naming_the_problem(
