@@ -34,7 +34,7 @@ from checkflow.errors import (
     WorkflowValidationError,
 )
 
-# -- state (section owned by the state codec) --
+# -- state --
 from checkflow.state import (
     OpaqueValue,
     decode_for_inspection,
@@ -42,7 +42,7 @@ from checkflow.state import (
     register_state_type,
 )
 
-# -- checkpoints (section owned by checkpoints) --
+# -- checkpoints --
 # isort: split
 from checkflow.checkpoints import (
     Checkpoint,
@@ -53,14 +53,14 @@ from checkflow.checkpoints import (
     active_run,
 )
 
-# -- storage (section owned by storage) --
+# -- storage --
 from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
 
-# -- sessions (section owned by sessions) --
+# -- sessions --
 # isort: split
 from checkflow.sessions import AgentSession, FileSessionStore, InMemorySessionStore, SessionStore
 
-# -- workflows (section owned by the engine) --
+# -- workflows --
 # isort: split
 from checkflow.workflows import (
     Case,
@@ -96,7 +96,7 @@ from checkflow.workflows import (
     workflow,
 )
 
-# -- agents (section owned by agents) --
+# -- agents --
 # isort: split
 from checkflow.agents import (
     Agent,
@@ -114,7 +114,7 @@ from checkflow.agents import (
     WorkflowAgent,
 )
 
-# -- hosting (section owned by hosting) --
+# -- hosting --
 # isort: split
 from checkflow.hosting import (
     Adapter,
