@@ -23,12 +23,8 @@ HeadFacts = tuple[RunStatus, list[Any], Mapping[str, PendingRequest]]
 
 
 def start_input_types(workflow: Workflow) -> tuple[Any, ...]:
-    """The input annotations of the start executor's message handlers, in declaration order."""
-    declared = getattr(workflow, "input_types", None)
-    if declared is not None:
-        return tuple(declared)
-    spec = workflow._specs[workflow.start_executor_id]
-    return tuple(spec.input_types)
+    """The input annotations of the start executor's message handlers, in dispatch order."""
+    return workflow.input_types
 
 
 def head_facts(workflow: Workflow, snapshot: CheckpointSnapshot) -> HeadFacts:

@@ -39,8 +39,8 @@ class WorkflowExecutor(Executor):
     def __init__(self, workflow: Workflow, id: str | None = None) -> None:
         super().__init__(id if id is not None else workflow.name)
         self._workflow = workflow
+        self._input_type = union_of(workflow.input_types)
         child_specs = workflow._specs
-        self._input_type = union_of(child_specs[workflow.start_executor_id].input_types)
         answers = [h.input_type for s in child_specs.values() for h in s.response_handlers]
         self._response_type = union_of([*answers, RequestCancelled]) if answers else None
         yielded = [
