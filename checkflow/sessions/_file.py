@@ -21,7 +21,11 @@ from checkflow import state
 from checkflow._fs import atomic_write, exclusive_lock, safe_name
 from checkflow.errors import CorruptSessionError, StateError
 from checkflow.sessions._session import AgentSession
-from checkflow.sessions._versions import check_expected_version, new_version
+from checkflow.sessions._versions import (
+    check_expected_version,
+    check_write_condition,
+    new_version,
+)
 from checkflow.state import Format
 
 __all__ = ["FileSessionStore"]
@@ -98,34 +102,38 @@ class FileSessionStore:
         session.version = envelope.revision
         return session
 
-    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str:
-        """Store ``session`` if ``expected_version`` is ``None`` or current; return the version."""
+    async def set(
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+    ) -> str:
+        """Store ``session`` if the write's condition holds (see ``SessionStore``); the version."""
+        check_write_condition(expected_version, create)
         encoded = state.encode(session, format=self.format, path=f"session[{session.session_id!r}]")
         async with self._lock(session.session_id):
             version = await asyncio.to_thread(
-                self._compare_and_write, session.session_id, encoded, expected_version
+                self._compare_and_write, session.session_id, encoded, expected_version, create
             )
         session.version = version
         return version
 
-    async def delete(self, session_id: str) -> None:
-        """Remove the session's file; deleting a missing session is not an error."""
+    async def delete(self, session_id: str, *, expected_version: str | None = None) -> None:
+        """Remove the session's file (only at ``expected_version`` when given); missing is fine."""
         async with self._lock(session_id):
-            await asyncio.to_thread(self._locked_unlink, self.path_for(session_id))
+            await asyncio.to_thread(self._compare_and_unlink, session_id, expected_version)
 
-    # -- worker-thread side ---------------------------------------------------------------
+    # -- worker-thread side (each holds the cross-process lock for its whole check-and-act) --
 
     def _compare_and_write(
-        self, session_id: str, encoded: bytes, expected_version: str | None
+        self, session_id: str, encoded: bytes, expected_version: str | None, create: bool
     ) -> str:
         path = self.path_for(session_id)
         self.root.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.root / _LOCK_NAME):
-            if expected_version is not None:
-                current = _read_or_none(path)
-                actual = None if current is None else _parse(current, path, session_id).revision
+            if expected_version is not None or create:
                 check_expected_version(
-                    session_id, expected_version=expected_version, actual_version=actual
+                    session_id,
+                    expected_version=expected_version,
+                    actual_version=self._revision_or_none(session_id),
+                    create=create,
                 )
             version = new_version()
             envelope = _SessionFile(
@@ -135,11 +143,25 @@ class FileSessionStore:
             atomic_write(path, encoder.encode(envelope))
         return version
 
-    def _locked_unlink(self, path: Path) -> None:
+    def _compare_and_unlink(self, session_id: str, expected_version: str | None) -> None:
         if not self.root.is_dir():
+            check_expected_version(
+                session_id, expected_version=expected_version, actual_version=None
+            )
             return
         with exclusive_lock(self.root / _LOCK_NAME):
-            path.unlink(missing_ok=True)
+            if expected_version is not None:
+                check_expected_version(
+                    session_id,
+                    expected_version=expected_version,
+                    actual_version=self._revision_or_none(session_id),
+                )
+            self.path_for(session_id).unlink(missing_ok=True)
+
+    def _revision_or_none(self, session_id: str) -> str | None:
+        path = self.path_for(session_id)
+        current = _read_or_none(path)
+        return None if current is None else _parse(current, path, session_id).revision
 
     def _lock(self, session_id: str) -> asyncio.Lock:
         loop = asyncio.get_running_loop()

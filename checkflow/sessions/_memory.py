@@ -10,7 +10,11 @@ import threading
 
 from checkflow import state
 from checkflow.sessions._session import AgentSession
-from checkflow.sessions._versions import check_expected_version, new_version
+from checkflow.sessions._versions import (
+    check_expected_version,
+    check_write_condition,
+    new_version,
+)
 
 __all__ = ["InMemorySessionStore"]
 
@@ -33,25 +37,37 @@ class InMemorySessionStore:
         session.version = version
         return session
 
-    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str:
-        """Store ``session`` if ``expected_version`` is ``None`` or current; return the version."""
+    async def set(
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+    ) -> str:
+        """Store ``session`` if the write's condition holds (see ``SessionStore``); the version."""
+        check_write_condition(expected_version, create)
         data = state.encode(session, path=f"session[{session.session_id!r}]")
         with self._lock:
-            current = self._items.get(session.session_id)
             check_expected_version(
                 session.session_id,
                 expected_version=expected_version,
-                actual_version=current[0] if current else None,
+                actual_version=self._version_of(session.session_id),
+                create=create,
             )
             version = new_version()
             self._items[session.session_id] = (version, data)
         session.version = version
         return version
 
-    async def delete(self, session_id: str) -> None:
-        """Forget the session; deleting a missing one is not an error."""
+    async def delete(self, session_id: str, *, expected_version: str | None = None) -> None:
+        """Forget the session (only at ``expected_version`` when given); missing is no error."""
         with self._lock:
+            check_expected_version(
+                session_id,
+                expected_version=expected_version,
+                actual_version=self._version_of(session_id),
+            )
             self._items.pop(session_id, None)
+
+    def _version_of(self, session_id: str) -> str | None:
+        current = self._items.get(session_id)
+        return current[0] if current is not None else None
 
 
 def _decode(data: bytes) -> AgentSession:

@@ -18,13 +18,20 @@ class SessionStore(Protocol):
     """Where agent sessions are kept between runs, with optimistic concurrency.
 
     ``set`` returns the new opaque version and records it on ``session.version``;
-    ``expected_version=None`` writes unconditionally (how a session is created), any other
-    value must equal the stored version or ``SessionConflictError`` is raised (a missing
-    session's version is ``None``). ``get`` returns a fresh copy with ``version`` set.
+    ``expected_version=None`` writes unconditionally, any other value must equal the stored
+    version or ``SessionConflictError`` is raised (a missing session's version is ``None``).
+    ``create=True`` writes only if no session with that id exists (so exactly one of several
+    racing creators wins), else ``SessionConflictError`` with ``expected_version=None`` and
+    the current version; it cannot be combined with ``expected_version`` (``ValueError``).
+    ``delete`` with ``expected_version`` removes the session only at that version (else
+    ``SessionConflictError``); without, it removes whatever is there, and a missing session
+    is no error. ``get`` returns a fresh copy with ``version`` set.
     """
 
     async def get(self, session_id: str) -> AgentSession | None: ...
 
-    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str: ...
+    async def set(
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+    ) -> str: ...
 
-    async def delete(self, session_id: str) -> None: ...
+    async def delete(self, session_id: str, *, expected_version: str | None = None) -> None: ...

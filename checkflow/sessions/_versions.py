@@ -1,6 +1,7 @@
 """Opaque store versions and the one compare-and-set rule all session stores share.
 
-Pure functions; this module must never do I/O.
+Pure functions shared by every store (memory, file and Cosmos DB); this module must never do
+I/O.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import uuid
 
 from checkflow.errors import SessionConflictError
 
-__all__ = ["check_expected_version", "new_version"]
+__all__ = ["check_expected_version", "check_write_condition", "new_version"]
 
 
 def new_version() -> str:
@@ -17,10 +18,26 @@ def new_version() -> str:
     return uuid.uuid4().hex
 
 
+def check_write_condition(expected_version: str | None, create: bool) -> None:
+    """Refuse a write that is both create-only and conditioned on an existing version."""
+    if create and expected_version is not None:
+        raise ValueError("give expected_version or create=True, not both")
+
+
 def check_expected_version(
-    session_id: str, *, expected_version: str | None, actual_version: str | None
+    session_id: str,
+    *,
+    expected_version: str | None,
+    actual_version: str | None,
+    create: bool = False,
 ) -> None:
-    """Raise ``SessionConflictError`` unless ``expected_version`` is ``None`` or current."""
+    """Raise ``SessionConflictError`` unless the write's condition holds.
+
+    ``create`` holds only while no session exists; ``expected_version`` holds when it is
+    ``None`` or current.
+    """
+    if create and actual_version is not None:
+        raise SessionConflictError(session_id, expected_version=None, actual_version=actual_version)
     if expected_version is not None and expected_version != actual_version:
         raise SessionConflictError(
             session_id, expected_version=expected_version, actual_version=actual_version

@@ -31,6 +31,14 @@ def _conversation() -> AgentSession:
     )
 
 
+async def _written_twice(store: SessionStore) -> tuple[AgentSession, str, str]:
+    """Session "s" ({"n": 1}) written twice: the session, its stale and its current version."""
+    session = AgentSession("s", {"n": 1})
+    stale = await store.set(session)
+    current = await store.set(session, expected_version=stale)
+    return session, stale, current
+
+
 def test_every_store_satisfies_the_protocol(session_store: SessionStore) -> None:
     assert isinstance(session_store, SessionStore)
 
@@ -87,9 +95,7 @@ async def test_set_with_the_current_version_succeeds(session_store: SessionStore
 async def test_stale_expected_version_raises_conflict_naming_both(
     session_store: SessionStore,
 ) -> None:
-    session = AgentSession("s", {"n": 1})
-    stale = await session_store.set(session)
-    current = await session_store.set(session, expected_version=stale)
+    session, stale, current = await _written_twice(session_store)
     session.state["n"] = 99
     with pytest.raises(SessionConflictError) as caught:
         await session_store.set(session, expected_version=stale)
@@ -163,3 +169,82 @@ async def test_concurrent_compare_and_set_lets_exactly_one_writer_win(
     assert all(isinstance(r, SessionConflictError) for r in results if not isinstance(r, str))
     loaded = await session_store.get("s")
     assert loaded is not None and loaded.version == winners[0]
+
+
+async def test_a_create_only_write_stores_a_new_session(session_store: SessionStore) -> None:
+    session = AgentSession("s", {"n": 1})
+    version = await session_store.set(session, create=True)
+    loaded = await session_store.get("s")
+    assert loaded is not None and loaded.state == {"n": 1} and loaded.version == version
+
+
+async def test_a_create_only_write_over_an_existing_session_conflicts_naming_it(
+    session_store: SessionStore,
+) -> None:
+    current = await session_store.set(AgentSession("s", {"n": 1}))
+    with pytest.raises(SessionConflictError) as caught:
+        await session_store.set(AgentSession("s", {"n": 2}), create=True)
+    assert caught.value.expected_version is None
+    assert caught.value.actual_version == current
+    loaded = await session_store.get("s")
+    assert loaded is not None and loaded.state == {"n": 1}
+
+
+async def test_a_create_only_write_after_a_delete_succeeds(session_store: SessionStore) -> None:
+    await session_store.set(AgentSession("s"))
+    await session_store.delete("s")
+    await session_store.set(AgentSession("s", {"again": True}), create=True)
+    loaded = await session_store.get("s")
+    assert loaded is not None and loaded.state == {"again": True}
+
+
+async def test_create_together_with_an_expected_version_is_refused(
+    session_store: SessionStore,
+) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        await session_store.set(AgentSession("s"), expected_version="v", create=True)
+    assert await session_store.get("s") is None
+
+
+async def test_two_racing_creators_of_one_session_make_exactly_one_winner(
+    session_store: SessionStore,
+) -> None:
+    both_ready = asyncio.Barrier(2)
+
+    async def create(writer: str) -> str:
+        await both_ready.wait()
+        return await session_store.set(AgentSession("s", {"writer": writer}), create=True)
+
+    results = await asyncio.gather(create("a"), create("b"), return_exceptions=True)
+    (winner,) = [r for r in results if isinstance(r, str)]
+    (loser,) = [r for r in results if not isinstance(r, str)]
+    assert isinstance(loser, SessionConflictError) and loser.actual_version == winner
+    loaded = await session_store.get("s")
+    assert loaded is not None and loaded.version == winner
+
+
+async def test_a_delete_at_the_current_version_removes_the_session(
+    session_store: SessionStore,
+) -> None:
+    version = await session_store.set(AgentSession("s"))
+    await session_store.delete("s", expected_version=version)
+    assert await session_store.get("s") is None
+
+
+async def test_a_delete_at_a_stale_version_conflicts_and_keeps_the_session(
+    session_store: SessionStore,
+) -> None:
+    _, stale, current = await _written_twice(session_store)
+    with pytest.raises(SessionConflictError) as caught:
+        await session_store.delete("s", expected_version=stale)
+    assert caught.value.expected_version == stale
+    assert caught.value.actual_version == current
+    assert await session_store.get("s") is not None
+
+
+async def test_a_versioned_delete_of_a_missing_session_conflicts(
+    session_store: SessionStore,
+) -> None:
+    with pytest.raises(SessionConflictError) as caught:
+        await session_store.delete("never-stored", expected_version="v-from-elsewhere")
+    assert caught.value.actual_version is None

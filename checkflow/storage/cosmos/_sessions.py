@@ -21,6 +21,7 @@ from checkflow.errors import (
     UnregisteredStateTypeError,
 )
 from checkflow.sessions import AgentSession
+from checkflow.sessions._versions import check_write_condition
 from checkflow.state import Format
 from checkflow.storage.cosmos._layout import (
     convert_item,
@@ -85,8 +86,15 @@ class CosmosSessionStore(CosmosResource):
         session.version = parsed.etag
         return session
 
-    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str:
-        """Store ``session`` if ``expected_version`` is ``None`` or current; return the version."""
+    async def set(
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+    ) -> str:
+        """Store ``session`` if the write's condition holds (see ``SessionStore``); the version.
+
+        A create-only write is ``create_item`` (409 when the item exists); a versioned one is
+        a replace conditioned on the ETag (412 when stale, 404 when gone).
+        """
+        check_write_condition(expected_version, create)
         sid = session.session_id
         pk = partition_key(sid)
         data = state.encode(session, format=self.format, path=f"session[{sid!r}]")
@@ -101,7 +109,9 @@ class CosmosSessionStore(CosmosResource):
             "data": encode_text(data, self.format),
         }
         try:
-            if expected_version is None:
+            if create:
+                item = await self.container.create_item(body)
+            elif expected_version is None:
                 item = await self.container.upsert_item(body)
             else:
                 item = await self.container.replace_item(
@@ -111,21 +121,42 @@ class CosmosSessionStore(CosmosResource):
                     match_condition=MatchConditions.IfNotModified,
                 )
         except CosmosHttpResponseError as exc:
-            if expected_version is None or status_of(exc) not in (404, 412):
+            refused = (409,) if create else (404, 412) if expected_version is not None else ()
+            if status_of(exc) not in refused:
                 raise
-            current = await self.get(sid)
-            raise SessionConflictError(
-                sid,
-                expected_version=expected_version,
-                actual_version=current.version if current is not None else None,
-            ) from exc
+            raise await self._conflict(sid, expected_version) from exc
         version: str = item["_etag"]
         session.version = version
         return version
 
-    async def delete(self, session_id: str) -> None:
-        """Forget the session; deleting a missing one is not an error."""
-        await delete_item_if_present(self.container, SESSION_ID, partition_key(session_id))
+    async def delete(self, session_id: str, *, expected_version: str | None = None) -> None:
+        """Forget the session (only at ``expected_version`` when given); missing is no error."""
+        pk = partition_key(session_id)
+        if expected_version is None:
+            await delete_item_if_present(self.container, SESSION_ID, pk)
+            return
+        try:
+            await self.container.delete_item(
+                SESSION_ID,
+                partition_key=pk,
+                etag=expected_version,
+                match_condition=MatchConditions.IfNotModified,
+            )
+        except CosmosHttpResponseError as exc:
+            if status_of(exc) not in (404, 412):
+                raise
+            raise await self._conflict(session_id, expected_version) from exc
+
+    async def _conflict(
+        self, session_id: str, expected_version: str | None
+    ) -> SessionConflictError:
+        """The conflict a refused conditional write reports, naming the version there now."""
+        current = await self.get(session_id)
+        return SessionConflictError(
+            session_id,
+            expected_version=expected_version,
+            actual_version=current.version if current is not None else None,
+        )
 
     def _source(self, pk: str) -> str:
         return item_source(str(getattr(self.container, "id", "?")), pk, SESSION_ID)
