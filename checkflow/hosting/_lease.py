@@ -68,12 +68,13 @@ class ConversationLease:
 
     def __init__(
         self, manager: LeaseManager, key: ConversationKey, session: AgentSession,
-        *, took_over: bool = False,
+        *, took_over: bool = False, created: bool = False,
     ) -> None:
         self._manager = manager
         self.key = key
         self.session = session
         self.took_over = took_over  # an expired lease of another owner was replaced
+        self.created = created  # this lease's write created the session (a new conversation)
         self._stop = asyncio.Event()
         self._renewer = asyncio.create_task(self._renew())
 
@@ -95,20 +96,34 @@ class ConversationLease:
                 _log.warning("conversation %r: renewing the lease failed; retrying",
                              self.key.conversation_id, exc_info=True)
 
-    async def release(self, update: SessionUpdate | None = None) -> None:
+    async def release(self, update: SessionUpdate | None = None, *, discard: bool = False) -> None:
         """Stop renewing; apply ``update`` to the session, clear the lease and store it (CAS).
 
-        If another writer replaced the session meanwhile (two hosts creating one brand-new
-        conversation at the same instant, or a lease that expired), ``update`` is re-applied
-        to the fresh session, leaving a live lease of another host in place, so neither
-        host's record is lost. ``update`` must therefore be safe to apply to any version.
+        If another writer replaced the session meanwhile (a lease that expired and was taken
+        over), ``update`` is re-applied to the fresh session, leaving a live lease of another
+        host in place, so neither host's record is lost. ``update`` must therefore be safe to
+        apply to any version. ``discard=True`` says the run committed nothing: a session this
+        lease created is then deleted (at the version it holds), so a refused first request
+        leaves no record; if it changed meanwhile it is kept and only the lease is cleared.
         """
         try:
             self._stop.set()
             await self._renewer  # lets a renewal write in flight finish; never cancelled
+            if discard and self.created and await self._delete():
+                return
             await self._store(update)
         finally:
             self._manager.busy.release(self.key)
+
+    async def _delete(self) -> bool:
+        """Delete the session if it is still as this lease wrote it; whether it was."""
+        try:
+            await self._manager.store.delete(
+                self.session.session_id, expected_version=self.session.version
+            )
+        except SessionConflictError:
+            return False
+        return True
 
     async def _store(self, update: SessionUpdate | None) -> None:
         store = self._manager.store
@@ -155,7 +170,9 @@ class LeaseManager:
     async def acquire(self, key: ConversationKey, *, create: bool = True) -> ConversationLease:
         """Claim ``key`` in this process, then record a lease in its session.
 
-        The session is created if missing; with ``create=False`` a missing one raises
+        The session is created if missing, by a create-only write, so of two hosts racing to
+        start one brand-new conversation exactly one gets it and the other is refused before
+        it loads or creates any checkpoint. With ``create=False`` a missing session raises
         ``ConversationNotFoundError`` instead and nothing is written (deleting an unknown
         conversation must not leave a record behind).
 
@@ -172,6 +189,7 @@ class LeaseManager:
 
     async def _lease(self, key: ConversationKey, create: bool) -> ConversationLease:
         session = await self.store.get(key.session_id)
+        created = session is None
         if session is None:
             if not create:
                 raise ConversationNotFoundError(key.conversation_id)
@@ -183,7 +201,7 @@ class LeaseManager:
         took_over = isinstance(previous, dict) and previous.get("owner") != self.owner
         session.state[LEASE_KEY] = self.new_lease()
         try:
-            await self.store.set(session, expected_version=session.version)
+            await self.store.set(session, expected_version=session.version, create=created)
         except SessionConflictError:
             raise ConversationBusyError(key.conversation_id, retry_after=1.0) from None
-        return ConversationLease(self, key, session, took_over=took_over)
+        return ConversationLease(self, key, session, took_over=took_over, created=created)

@@ -163,7 +163,7 @@ class WorkflowHost:
                     f"conversation {conversation_id!r} has nothing to resume; send a message"
                 )
         except BaseException:
-            await _shielded(lease.release())
+            await _shielded(lease.release(discard=True))  # refused: nothing was committed
             raise
         kwargs: dict[str, Any] = {"checkpoint": prepared.checkpoint}
         if responses is not None:
@@ -172,7 +172,7 @@ class WorkflowHost:
             try:
                 inner = workflow.run(message, stream=True, **kwargs)
             except BaseException:
-                await _shielded(lease.release())
+                await _shielded(lease.release(discard=True))
                 raise
             return HostedRunStream(self, key, prepared, inner)
         return await _shielded(self._run_to_end(key, prepared, workflow.run(message, **kwargs)))

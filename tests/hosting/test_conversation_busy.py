@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hosting_flows import Gate, build
@@ -14,8 +16,8 @@ from hosting_flows import Gate, build
 from checkflow.errors import ConversationBusyError
 from checkflow.hosting import WorkflowHost
 from checkflow.hosting._keys import ConversationKey
-from checkflow.sessions import AgentSession, InMemorySessionStore
-from checkflow.storage import InMemoryCheckpointStorage
+from checkflow.sessions import AgentSession, FileSessionStore, InMemorySessionStore
+from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
 from checkflow.workflows import RunStatus, WorkflowStatusEvent
 
 
@@ -186,12 +188,14 @@ class FlakySessions(InMemorySessionStore):
     def fail_next(self) -> None:
         self.armed = True
 
-    async def set(self, session: AgentSession, *, expected_version: str | None = None) -> str:
+    async def set(
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+    ) -> str:
         if self.armed:
             self.armed = False
             self.failed.set()
             raise OSError("connection reset by peer")
-        return await super().set(session, expected_version=expected_version)
+        return await super().set(session, expected_version=expected_version, create=create)
 
 
 async def test_a_failed_lease_renewal_neither_ends_the_run_nor_loses_its_result(
@@ -255,3 +259,62 @@ async def test_a_first_run_whose_host_died_leaves_nothing_in_the_way(host: Workf
     assert result.outputs == ["FRESH"]
     assert result.resume_token is not None
     assert result.resume_token.checkpoint_id == key.checkpoint_id(1)
+
+
+class BarrierFileSessions(FileSessionStore):
+    """A file session store whose first read waits at a barrier shared with another store, so
+    two hosts both find a brand-new conversation missing before either writes."""
+
+    def __init__(self, root: Path, barrier: asyncio.Barrier) -> None:
+        super().__init__(root)
+        self.barrier = barrier
+        self.reads = 0
+
+    async def get(self, session_id: str) -> AgentSession | None:
+        found = await super().get(session_id)
+        self.reads += 1
+        if self.reads == 1:
+            await self.barrier.wait()
+        return found
+
+
+class WatchedCheckpoints(FileCheckpointStorage):
+    """File checkpoint storage that notes each load and commit a host makes through it."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.calls: list[str] = []
+
+    async def load(self, checkpoint_id: str) -> Any:
+        self.calls.append("load")
+        return await super().load(checkpoint_id)
+
+    async def commit_snapshot(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append("commit")
+        return await super().commit_snapshot(*args, **kwargs)
+
+
+async def test_two_hosts_on_separate_file_stores_creating_one_conversation_run_it_once(
+    tmp_path: Path,
+) -> None:
+    barrier, gate = asyncio.Barrier(2), Gate()
+    hosts = [
+        WorkflowHost(
+            build(gate),
+            session_store=BarrierFileSessions(tmp_path / "sessions", barrier),
+            checkpoint_storage=WatchedCheckpoints(tmp_path / "checkpoints"),
+        )
+        for _ in range(2)
+    ]
+    runs = [asyncio.create_task(h.run("new", message="hold")) for h in hosts]
+    done, _ = await asyncio.wait(runs, return_when=asyncio.FIRST_COMPLETED)
+    (lost,) = done  # the winner is held on the gate until the loser has its answer
+    assert isinstance(lost.exception(), ConversationBusyError)
+    loser = hosts[runs.index(lost)]
+    assert loser.checkpoint_storage.calls == []  # type: ignore[attr-defined]
+    gate.release.set()
+    (won,) = [t for t in runs if t is not lost]
+    assert (await won).outputs == ["HOLD"]
+    assert gate.runs == 1
+    state = await loser.get_conversation("new")
+    assert state.resume_token == (await won).resume_token

@@ -183,6 +183,18 @@ async def test_a_stale_resume_token_is_409(client: httpx.AsyncClient) -> None:
     assert response.json()["error"]["code"] == "stale_resume_token"
 
 
+async def test_a_refused_first_run_leaves_no_session_and_the_conversation_unknown(
+    client: httpx.AsyncClient, host: WorkflowHost
+) -> None:
+    stale = {"checkpoint_id": "cp", "snapshot_id": "s"}
+    refused = await run(client, "fresh", {"message": "one", "resume_token": stale})
+    assert refused.status_code == 409
+    response = await client.get("/v1/conversations/fresh")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "conversation_not_found"
+    assert await host.session_store.get(ConversationKey(None, "fresh").session_id) is None
+
+
 async def test_a_busy_conversation_is_409_with_retry_after(workflow: Any, gate: Gate) -> None:
     host = WorkflowHost(workflow)
     async with client_for(create_app(host)) as client:

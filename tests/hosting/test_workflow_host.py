@@ -15,6 +15,8 @@ from checkflow.errors import (
 )
 from checkflow.hosting import ResumeToken, WorkflowHost
 from checkflow.hosting._keys import ConversationKey
+from checkflow.hosting._lease import LeaseManager
+from checkflow.sessions import AgentSession
 from checkflow.workflows import RunStatus, Workflow
 
 
@@ -303,3 +305,49 @@ async def test_running_an_idle_conversation_without_input_changes_nothing(
     assert again.resume_token == done.resume_token
     state = await host.get_conversation("c-1")
     assert state.checkpoint is not None and len(state.checkpoint.snapshots) == 4
+
+
+REFUSED_FIRST_REQUESTS = {
+    "stale resume token": ({"message": "one", "resume_token": ResumeToken("cp", "s")},
+                           StaleResumeTokenError),
+    "unknown from_snapshot": ({"message": "one", "from_snapshot": "nope"},
+                              SnapshotNotFoundError),
+    "nothing to resume": ({}, InvalidMessageError),
+}
+
+
+@pytest.mark.parametrize("refusal", REFUSED_FIRST_REQUESTS, ids=list(REFUSED_FIRST_REQUESTS))
+async def test_a_refused_first_request_leaves_no_session_behind(
+    file_host: WorkflowHost, refusal: str
+) -> None:
+    options, error = REFUSED_FIRST_REQUESTS[refusal]
+    with pytest.raises(error):
+        await file_host.run("c-1", **options)
+    assert await file_host.session_store.get(ConversationKey(None, "c-1").session_id) is None
+    with pytest.raises(ConversationNotFoundError):
+        await file_host.get_conversation("c-1")
+    assert (await file_host.run("c-1", message="later")).outputs == ["LATER"]
+
+
+async def test_a_refused_request_keeps_the_session_of_an_existing_conversation(
+    host: WorkflowHost,
+) -> None:
+    first = await host.run("c-1", message="one")
+    with pytest.raises(SnapshotNotFoundError):
+        await host.run("c-1", message="two", from_snapshot="nope")
+    state = await host.get_conversation("c-1")
+    assert state.resume_token == first.resume_token
+
+
+async def test_a_created_session_written_meanwhile_is_kept_when_its_lease_is_discarded(
+    host: WorkflowHost,
+) -> None:
+    leases = LeaseManager(host.session_store, owner="this-host", lease_seconds=60)
+    key = ConversationKey(None, "c-1")
+    lease = await leases.acquire(key)
+    assert lease.created
+    newer = AgentSession(key.session_id, {"generation": 7})
+    await host.session_store.set(newer, expected_version=lease.session.version)
+    await lease.release(discard=True)
+    kept = await host.session_store.get(key.session_id)
+    assert kept is not None and kept.state == {"generation": 7}
