@@ -2,9 +2,10 @@
 
 The busy set is checked and claimed synchronously, before anything is loaded, so a second
 request to a conversation running in this process is refused at once. The lease is recorded
-in the conversation's session (owner and expiry) through an ``expected_version`` write, so a
-second host sharing the session store refuses the conversation too; it is cleared when the
-run ends. The checkpoint storage's conflict check stays the last line of defence.
+in the conversation's session (owner and expiry) through an ``expected_version`` write (a
+create-only one for a brand-new conversation), so a second host sharing the session store
+refuses the conversation too; it is cleared when the run ends. The checkpoint storage's
+conflict check stays the last line of defence.
 This module must never queue a request or wait for a conversation to become free.
 """
 

@@ -140,19 +140,24 @@ async def test_two_store_objects_on_one_root_share_conflict_detection(tmp_path: 
         await first.set(AgentSession("s", {"by": "first"}), expected_version=base)
 
 
-def _contender(root: str, base: str, writer: int, barrier: object, results: object) -> None:
+def _contender(root: str, base: str | None, writer: int, barrier: object, results: object) -> None:
+    """Write "shared" at ``base``, or create-only when ``base`` is None; report the outcome."""
     store = FileSessionStore(root)
+    session = AgentSession("shared", {"writer": writer})
     barrier.wait()  # type: ignore[attr-defined]
     try:
-        asyncio.run(store.set(AgentSession("shared", {"writer": writer}), expected_version=base))
+        asyncio.run(store.set(session, expected_version=base, create=base is None))
         results.put((writer, "won"))  # type: ignore[attr-defined]
     except SessionConflictError:
         results.put((writer, "conflict"))  # type: ignore[attr-defined]
 
 
-async def test_two_processes_racing_one_compare_and_set_exactly_one_wins(tmp_path: Path) -> None:
+@pytest.mark.parametrize("write", ["compare-and-set", "create-only"])
+async def test_two_processes_racing_one_write_exactly_one_wins(tmp_path: Path, write: str) -> None:
     store = FileSessionStore(tmp_path)
-    base = await store.set(AgentSession("shared", {"writer": None}))
+    base = None
+    if write == "compare-and-set":
+        base = await store.set(AgentSession("shared", {"writer": None}))
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
     procs = [
