@@ -255,8 +255,9 @@ class WorkflowHost:
 
         After a host died mid-run (its expired lease was taken over) a checkpoint it began may
         exist without a reference; then the next free generation is used. Otherwise the id is
-        used as is: a second host racing to create the same conversation then fails its
-        first commit (the storage's conflict check), which reports the conversation busy.
+        used as is: two hosts racing to create one conversation never both get here (its
+        session is created create-only), and should anything else collide, the first commit
+        fails the storage's conflict check, which reports the conversation busy.
         """
         checkpoint_id = key.checkpoint_id(generation)
         while after_crash:
