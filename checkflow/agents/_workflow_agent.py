@@ -70,11 +70,10 @@ class WorkflowAgent(BaseAgent):
         checkpoint_storage: CheckpointStorage | None = None,
     ) -> None:
         super().__init__(name if name is not None else workflow.name)
-        start = workflow.start_executor_id
-        if workflow._specs[start].find_handler([ChatMessage("user", "")]) is None:
+        if not workflow.accepts_input([ChatMessage("user", "")]):
             raise WorkflowValidationError(
-                f"workflow {workflow.name!r} cannot be an agent: its start executor {start!r} "
-                "has no handler for list[ChatMessage]"
+                f"workflow {workflow.name!r} cannot be an agent: its start executor "
+                f"{workflow.start_executor_id!r} has no handler for list[ChatMessage]"
             )
         self._workflow = workflow
         self._storage = checkpoint_storage

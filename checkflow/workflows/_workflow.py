@@ -25,7 +25,7 @@ from checkflow.workflows._typing import _class_of as class_of
 from checkflow.workflows._typing import annotation_members, builtin_type, named_classes, type_name
 
 if TYPE_CHECKING:
-    from checkflow.agents import WorkflowAgent
+    from checkflow.agents import WorkflowAgent  # the one upward reference; see as_agent()
 
 __all__ = ["Workflow"]
 
@@ -99,6 +99,14 @@ class Workflow:
         declared = [h.input_type for h in self._specs[self.start_executor_id].handlers]
         return _most_specific_first(declared)
 
+    def accepts_input(self, message: Any) -> bool:
+        """Whether the start executor has a handler for ``message``.
+
+        Lets a wrapper (``WorkflowAgent``) refuse a workflow it could never start, at
+        construction instead of on the first run.
+        """
+        return self._specs[self.start_executor_id].find_handler(message) is not None
+
     def create_checkpoint(
         self,
         *,
@@ -122,9 +130,10 @@ class Workflow:
         """This workflow as an ``Agent`` whose sessions hold its checkpoints (``WorkflowAgent``).
 
         With ``checkpoint_storage`` a session keeps a ``CheckpointReference``; without, the
-        whole checkpoint. (Imported lazily: workflows never import agents at import time.)
+        whole checkpoint. Imported lazily, from the public ``checkflow.agents``: workflows
+        never import agents at import time (tests/test_layering.py allows only this).
         """
-        from checkflow.agents._workflow_agent import WorkflowAgent
+        from checkflow.agents import WorkflowAgent
 
         return WorkflowAgent(self, name=name, checkpoint_storage=checkpoint_storage)
 

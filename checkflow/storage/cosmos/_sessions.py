@@ -20,8 +20,7 @@ from checkflow.errors import (
     StateError,
     UnregisteredStateTypeError,
 )
-from checkflow.sessions import AgentSession
-from checkflow.sessions._versions import check_write_condition
+from checkflow.sessions import AgentSession, check_write_condition
 from checkflow.state import Format
 from checkflow.storage.cosmos._layout import (
     convert_item,
