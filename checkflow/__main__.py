@@ -1,4 +1,7 @@
-"""``python -m checkflow``: the command line (see ``checkflow.cli``)."""
+"""``python -m checkflow``: the command line (see ``checkflow.cli``).
+
+It must never do more than call ``checkflow.cli.main``.
+"""
 
 import sys
 

@@ -3,7 +3,8 @@
 ``python -m checkflow serve MODULE:ATTR ...`` runs the hosting app with uvicorn;
 ``python -m checkflow checkpoints ls|show|tree|pending|prune|export`` reads a storage without
 the workflow's code (inspection decode) and prints for people, or JSON with ``--json``.
-This module parses arguments and prints; the work lives in ``checkflow.hosting``.
+This module parses arguments and prints; the work lives in ``checkflow.hosting``, and this
+module must never write to a storage except through ``prune``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 between agents and workflows (``AgentExecutor``, ``WorkflowAgent``).
 
 ``OpenAIChatAgent`` needs ``httpx`` (the ``openai`` extra) and is imported on first use, so
-``checkflow.agents`` itself imports without it.
+``checkflow.agents`` itself imports without it. This module only re-exports; it must never
+import an optional extra at import time.
 """
 
 from __future__ import annotations

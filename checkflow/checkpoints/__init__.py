@@ -2,6 +2,8 @@
 
 A ``Checkpoint`` inside other state (e.g. a session) encodes whole when unattached and as a
 ``CheckpointReference`` (decoded as such, for the host to ``load()``) when storage-backed.
+This module only re-exports (and registers the state types); it never imports a storage or
+the workflow engine.
 """
 
 from checkflow.checkpoints import _state_types  # noqa: F401 - registers the state types

@@ -123,6 +123,7 @@ class Checkpoint:
 
     @property
     def head_snapshot(self) -> CheckpointSnapshot | None:
+        """The snapshot at ``head_snapshot_id``, or ``None`` before the first commit."""
         return None if self._head is None else self._snapshots[self._head]
 
     def get_snapshot(self, snapshot_id: str) -> CheckpointSnapshot:

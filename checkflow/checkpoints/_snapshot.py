@@ -232,10 +232,12 @@ class CheckpointSnapshot:
 
     @property
     def snapshot_id(self) -> str:
+        """This snapshot's id, unique within its checkpoint."""
         return self._record.snapshot_id
 
     @property
     def parent_snapshot_id(self) -> str | None:
+        """The snapshot this one continues from; ``None`` for a lineage's first snapshot."""
         return self._record.parent_snapshot_id
 
     @property
@@ -245,6 +247,7 @@ class CheckpointSnapshot:
 
     @property
     def format_version(self) -> int:
+        """The snapshot format this one was written in (see ``FORMAT_VERSION``)."""
         return self._record.format_version
 
     @property

@@ -42,6 +42,7 @@ class AgentHost:
         )
 
     async def agent(self) -> Agent:
+        """The hosted agent, built on first use when the host was given a factory."""
         return await self._agent.get()
 
     @overload

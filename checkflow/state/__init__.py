@@ -1,4 +1,8 @@
-"""The one state codec: registered types <-> JSON or MessagePack, for snapshots and sessions."""
+"""The one state codec: registered types <-> JSON or MessagePack, for snapshots and sessions.
+
+This module only re-exports. The codec knows no storage, session or workflow and must never
+import one; it never falls back to pickle or to a silent default for an unknown type.
+"""
 
 from checkflow.state._codec import Format, decode, encode, from_builtins, to_builtins
 from checkflow.state._inspect import OpaqueValue, decode_for_inspection

@@ -1,7 +1,8 @@
 """Checkpoint storages: in memory and on the local file system.
 
 The Azure Cosmos DB storage lives in ``checkflow.storage.cosmos`` (extra ``cosmos``) and is
-imported only from there.
+imported only from there. Backends implement the ``CheckpointStorage`` contract and must
+never import the workflow engine or the agents.
 """
 
 from checkflow.storage._file import FileCheckpointStorage

@@ -171,6 +171,7 @@ class FileCheckpointStorage:
             await asyncio.to_thread(self._delete_sync, checkpoint_id)
 
     async def list_checkpoint_ids(self) -> list[str]:
+        """The ids of every checkpoint with a committed snapshot under ``root``, sorted."""
         return await asyncio.to_thread(self._list_sync)
 
     async def prune(self, checkpoint_id: str, *, keep: Iterable[str]) -> list[str]:

@@ -76,11 +76,13 @@ class InMemoryCheckpointStorage:
         )
 
     async def delete(self, checkpoint_id: str) -> None:
+        """Forget the checkpoint; ``CheckpointNotFoundError`` if it was never committed."""
         with self._lock:
             self._get(checkpoint_id)
             del self._checkpoints[checkpoint_id]
 
     async def list_checkpoint_ids(self) -> list[str]:
+        """The ids of every stored checkpoint, sorted."""
         with self._lock:
             return sorted(self._checkpoints)
 

@@ -1,4 +1,8 @@
-"""The stateless workflow engine: immutable definitions and run-scoped execution."""
+"""The stateless workflow engine: immutable definitions and run-scoped execution.
+
+This module only re-exports. The engine depends on ``checkflow.checkpoints`` and the state
+codec and must never import a storage backend, the agents or the hosts at import time.
+"""
 
 from checkflow.workflows._builder import WorkflowBuilder
 from checkflow.workflows._context import WorkflowContext
