@@ -191,6 +191,22 @@ class UnsupportedFormatVersionError(CheckpointError):
         self.format = format
         self.version = version
 
+    @classmethod
+    def unreadable(
+        cls, source: str, what: str, *, format: Any, version: Any, reads: tuple[str, int]
+    ) -> UnsupportedFormatVersionError:
+        """The error for a ``what`` (envelope, log, item) whose (format, version) is not ``reads``.
+
+        One wording for every persisted layout, so each names where it was read, what it
+        found and what this release reads.
+        """
+        return cls(
+            f"{source}: {what} of kind {format!r} version {version!r} is not readable; this "
+            f"release reads {reads[0]!r} version {reads[1]}",
+            format=format,
+            version=version,
+        )
+
 
 # -- workflows -----------------------------------------------------------------------------
 

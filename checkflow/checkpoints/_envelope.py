@@ -97,12 +97,9 @@ def decode(
     json = format == "json"
     header = _parse(_json_header if json else _msgpack_header, data, f"not a {format}", source)
     if header.kind != CHECKPOINT_KIND or header.version != CHECKPOINT_VERSION:
-        raise UnsupportedFormatVersionError(
-            f"{source}: checkpoint envelope of kind {header.kind!r} version {header.version} "
-            f"is not readable; this release reads {CHECKPOINT_KIND!r} version {CHECKPOINT_VERSION}",
-            format=header.kind,
-            version=header.version,
-        )
+        raise UnsupportedFormatVersionError.unreadable(
+            source, "checkpoint envelope", format=header.kind, version=header.version,
+            reads=(CHECKPOINT_KIND, CHECKPOINT_VERSION))
     envelope = _parse(_json_envelope if json else _msgpack_envelope, data, "malformed", source)
     if envelope.format != format:
         raise CorruptCheckpointError(

@@ -149,12 +149,9 @@ def decode_header(payload: bytes, *, source: str, checkpoint_id: str | None = No
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CorruptCheckpointError(f"malformed log header: {exc}", source=source) from exc
     if header.kind != LOG_KIND or header.version != LOG_VERSION:
-        raise UnsupportedFormatVersionError(
-            f"{source}: log of kind {header.kind!r} version {header.version} is not readable; "
-            f"this release reads {LOG_KIND!r} version {LOG_VERSION}",
-            format=header.kind,
-            version=header.version,
-        )
+        raise UnsupportedFormatVersionError.unreadable(
+            source, "log", format=header.kind, version=header.version,
+            reads=(LOG_KIND, LOG_VERSION))
     if header.format not in _ENCODERS:
         raise UnsupportedFormatVersionError(
             f"{source}: log encoding {header.format!r} is unknown", format=header.format

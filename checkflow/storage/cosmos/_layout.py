@@ -181,12 +181,9 @@ def parse_manifest(item: Any, *, source: str) -> Manifest:
         and item.get("schema") == MANIFEST_SCHEMA
         and item.get("version") != LAYOUT_VERSION
     ):
-        raise UnsupportedFormatVersionError(
-            f"{source}: manifest version {item.get('version')!r}; this release reads "
-            f"version {LAYOUT_VERSION}",
-            format=MANIFEST_SCHEMA,
-            version=item.get("version"),
-        )
+        raise UnsupportedFormatVersionError.unreadable(
+            source, "manifest", format=MANIFEST_SCHEMA, version=item.get("version"),
+            reads=(MANIFEST_SCHEMA, LAYOUT_VERSION))
     parsed = convert_item(
         item, _ManifestItem, what="manifest", error=CorruptCheckpointError, source=source
     )
@@ -307,12 +304,9 @@ def record_from_item(
         item, _SnapshotItem, what="snapshot", error=CorruptCheckpointError, source=source
     )
     if parsed.schema != SNAPSHOT_SCHEMA or parsed.version != LAYOUT_VERSION:
-        raise UnsupportedFormatVersionError(
-            f"{source}: snapshot item {parsed.schema!r} version {parsed.version!r}; this release "
-            f"reads {SNAPSHOT_SCHEMA!r} version {LAYOUT_VERSION}",
-            format=parsed.schema,
-            version=parsed.version,
-        )
+        raise UnsupportedFormatVersionError.unreadable(
+            source, "snapshot item", format=parsed.schema, version=parsed.version,
+            reads=(SNAPSHOT_SCHEMA, LAYOUT_VERSION))
     if parsed.format not in ("json", "msgpack"):
         raise UnsupportedFormatVersionError(
             f"{source}: snapshot {parsed.snapshot_id!r} has unknown encoding {parsed.format!r}",
