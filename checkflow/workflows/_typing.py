@@ -22,6 +22,7 @@ __all__ = [
     "UNCHECKED",
     "annotation_members",
     "compatible",
+    "most_specific_first",
     "named_classes",
     "specificity",
     "type_name",
@@ -30,9 +31,6 @@ __all__ = [
 
 #: Marker for "no declaration": a bare ``WorkflowContext`` or an unannotated parameter.
 UNCHECKED: Any = typing.Any
-
-_NEVER_NAMES = {"Never", "NoReturn"}
-
 
 def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (Union, types.UnionType)
@@ -214,3 +212,32 @@ def callable_name(fn: Callable[..., Any] | None) -> str | None:
     module = getattr(fn, "__module__", None) or ""
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     return f"{module}.{qualname}"
+
+
+def most_specific_first(declared: list[Any]) -> tuple[Any, ...]:
+    """Declaration order, except that each annotation moves before any strictly broader one."""
+    ordered: list[Any] = []
+    for annotation in declared:
+        broader = (i for i, placed in enumerate(ordered) if _narrower(annotation, placed))
+        ordered.insert(next(broader, len(ordered)), annotation)
+    return tuple(ordered)
+
+
+def _narrower(a: Any, b: Any) -> bool:
+    """Whether every message ``a`` accepts is accepted by ``b`` but not the other way round."""
+    return _within(a, b) and not _within(b, a)
+
+
+def _within(a: Any, b: Any) -> bool:
+    """Whether each member of ``a`` is a (sub)class of some member of ``b`` (``Any`` holds all)."""
+    outer = annotation_members(b)
+    if any(m is typing.Any or m is object for m in outer):
+        return True
+    outer_classes = [_class_of(m) for m in outer]
+    for member in annotation_members(a):
+        cls = _class_of(member)
+        if member is typing.Any or member is object or cls is None:
+            return False
+        if not any(o is not None and issubclass(cls, o) for o in outer_classes):
+            return False
+    return True

@@ -21,8 +21,12 @@ from checkflow.workflows._executor import Executor, ExecutorSpec
 from checkflow.workflows._results import WorkflowRunResult
 from checkflow.workflows._signature import graph_description, signature_hash
 from checkflow.workflows._stream import WorkflowRunStream
-from checkflow.workflows._typing import _class_of as class_of
-from checkflow.workflows._typing import annotation_members, builtin_type, named_classes, type_name
+from checkflow.workflows._typing import (
+    builtin_type,
+    most_specific_first,
+    named_classes,
+    type_name,
+)
 
 if TYPE_CHECKING:
     from checkflow.agents import WorkflowAgent  # the one upward reference; see as_agent()
@@ -97,7 +101,7 @@ class Workflow:
         this order to reach the handler a run would pick.
         """
         declared = [h.input_type for h in self._specs[self.start_executor_id].handlers]
-        return _most_specific_first(declared)
+        return most_specific_first(declared)
 
     def accepts_input(self, message: Any) -> bool:
         """Whether the start executor has a handler for ``message``.
@@ -203,35 +207,6 @@ class Workflow:
         if name == "None":
             return type(None)
         return builtin_type(name)
-
-
-def _most_specific_first(declared: list[Any]) -> tuple[Any, ...]:
-    """Declaration order, except that each annotation moves before any strictly broader one."""
-    ordered: list[Any] = []
-    for annotation in declared:
-        broader = (i for i, placed in enumerate(ordered) if _narrower(annotation, placed))
-        ordered.insert(next(broader, len(ordered)), annotation)
-    return tuple(ordered)
-
-
-def _narrower(a: Any, b: Any) -> bool:
-    """Whether every message ``a`` accepts is accepted by ``b`` but not the other way round."""
-    return _within(a, b) and not _within(b, a)
-
-
-def _within(a: Any, b: Any) -> bool:
-    """Whether each member of ``a`` is a (sub)class of some member of ``b`` (``Any`` holds all)."""
-    outer = annotation_members(b)
-    if any(m is Any or m is object for m in outer):
-        return True
-    outer_classes = [class_of(m) for m in outer]
-    for member in annotation_members(a):
-        cls = class_of(member)
-        if member is Any or member is object or cls is None:
-            return False
-        if not any(o is not None and issubclass(cls, o) for o in outer_classes):
-            return False
-    return True
 
 
 def _declared(types_: Any) -> tuple[Any, ...]:
