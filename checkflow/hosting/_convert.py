@@ -104,6 +104,8 @@ def _convert_one(value: Any, tp: Any) -> Any:
     from_dict = getattr(tp, "from_dict", None)
     if callable(from_dict) and not dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise TypeError("from_dict needs an object")
+            raise TypeError(
+                f"{describe_type(tp)}.from_dict needs an object, not {type(value).__name__}"
+            )
         return from_dict(value)
     return msgspec.convert(value, tp, strict=True)

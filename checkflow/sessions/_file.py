@@ -98,7 +98,11 @@ class FileSessionStore:
                 f"session state cannot be decoded: {exc}", source=str(path)
             ) from exc
         if not isinstance(session, AgentSession) or session.session_id != session_id:
-            raise CorruptSessionError("the file does not hold this session", source=str(path))
+            held = (f"session {session.session_id!r}" if isinstance(session, AgentSession)
+                    else f"a {type(session).__name__}")
+            raise CorruptSessionError(
+                f"expected session {session_id!r}, the file holds {held}", source=str(path)
+            )
         session.version = envelope.revision
         return session
 

@@ -81,7 +81,11 @@ class CosmosSessionStore(CosmosResource):
         except (StateError, ValueError, binascii.Error) as exc:
             raise CorruptSessionError(f"session cannot be decoded: {exc}", source=source) from exc
         if not isinstance(session, AgentSession) or session.session_id != session_id:
-            raise CorruptSessionError("the item does not hold this session", source=source)
+            held = (f"session {session.session_id!r}" if isinstance(session, AgentSession)
+                    else f"a {type(session).__name__}")
+            raise CorruptSessionError(
+                f"expected session {session_id!r}, the item holds {held}", source=source
+            )
         session.version = parsed.etag
         return session
 
