@@ -20,7 +20,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -298,17 +298,11 @@ class FileCheckpointStorage:
         return _Loaded(header, commits, blobs)
 
     def _load_sync(self, checkpoint_id: str) -> _Loaded:
-        folder = self._folder(checkpoint_id)
-        if not (folder / _LOG).exists():
-            raise CheckpointNotFoundError(checkpoint_id)
-        with exclusive_lock(folder / _LOCK):
+        with self._existing(checkpoint_id):
             return self._read(checkpoint_id)
 
     def _delete_sync(self, checkpoint_id: str) -> None:
-        folder = self._folder(checkpoint_id)
-        if not (folder / _LOG).exists():
-            raise CheckpointNotFoundError(checkpoint_id)
-        with exclusive_lock(folder / _LOCK):
+        with self._existing(checkpoint_id) as folder:
             try:
                 os.unlink(folder / _LOG)
             except FileNotFoundError:
@@ -323,10 +317,7 @@ class FileCheckpointStorage:
         return sorted(i for i in ids if i is not None)
 
     def _prune_sync(self, checkpoint_id: str, keep: list[str]) -> list[str]:
-        folder = self._folder(checkpoint_id)
-        if not (folder / _LOG).exists():
-            raise CheckpointNotFoundError(checkpoint_id)
-        with exclusive_lock(folder / _LOCK):
+        with self._existing(checkpoint_id) as folder:
             loaded = self._read(checkpoint_id)
             parents = {c.snapshot_id: c.parent_snapshot_id for c in loaded.commits}
             head = loaded.commits[-1].snapshot_id
@@ -336,10 +327,19 @@ class FileCheckpointStorage:
                 self._tails.pop(checkpoint_id)
             return removed
 
-    # -- helpers -------------------------------------------------------------------------
+    # -- folders and locks -----------------------------------------------------------------
 
     def _folder(self, checkpoint_id: str) -> Path:
         return self.root / safe_name(checkpoint_id)
+
+    @contextlib.contextmanager
+    def _existing(self, checkpoint_id: str) -> Iterator[Path]:
+        """The folder of a committed checkpoint, under its cross-process lock."""
+        folder = self._folder(checkpoint_id)
+        if not (folder / _LOG).exists():
+            raise CheckpointNotFoundError(checkpoint_id)
+        with exclusive_lock(folder / _LOCK):
+            yield folder
 
     def _lock(self, checkpoint_id: str) -> asyncio.Lock:
         locks = _loop_locks.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())

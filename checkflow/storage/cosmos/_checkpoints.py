@@ -366,7 +366,7 @@ class CosmosCheckpointStorage(CosmosResource):
             delete_item_if_present(self.container, item_id, pk) for item_id in item_ids
         )
 
-    # -- helpers -----------------------------------------------------------------------------
+    # -- bounded parallelism, the ETag cache, error sources ----------------------------------
 
     async def _parallel(self, calls: Iterable[Any]) -> None:
         gate = asyncio.Semaphore(_PARALLEL_WRITES)
