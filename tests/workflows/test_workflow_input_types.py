@@ -1,4 +1,4 @@
-"""Workflow.input_types: the start executor's input annotations in the order dispatch prefers."""
+"""Workflow.input_types and accepts_input(): what the start executor takes, in dispatch order."""
 
 from __future__ import annotations
 
@@ -68,3 +68,10 @@ async def test_the_first_input_type_a_message_fits_is_the_handler_a_run_picks():
         )
         result = await workflow.run(message)
         assert result.get_outputs() == [names[first_fit]]
+
+
+def test_accepts_input_answers_whether_the_start_executor_has_a_handler():
+    workflow = WorkflowBuilder(start_executor=Unrelated(id="start")).build()
+    assert workflow.accepts_input(3) and workflow.accepts_input([1, 2])
+    assert not workflow.accepts_input(1.5)
+    assert not workflow.accepts_input(["not", "ints"])
