@@ -39,7 +39,13 @@ from checkflow.hosting._results import ConversationState, HostedRunResult, Resum
 from checkflow.hosting._target import Resolver
 from checkflow.sessions import InMemorySessionStore, SessionStore
 from checkflow.storage import InMemoryCheckpointStorage
-from checkflow.workflows import RunStatus, Workflow, WorkflowEvent, WorkflowRunResult
+from checkflow.workflows import (
+    RunStatus,
+    Workflow,
+    WorkflowEvent,
+    WorkflowRunResult,
+    WorkflowRunStream,
+)
 
 __all__ = ["HostedRunStream", "RunOptions", "WorkflowHost"]
 
@@ -178,7 +184,7 @@ class WorkflowHost:
         return await _shielded(self._run_to_end(key, prepared, workflow.run(message, **kwargs)))
 
     async def _run_to_end(
-        self, key: ConversationKey, prepared: _Prepared, run: Any
+        self, key: ConversationKey, prepared: _Prepared, run: Awaitable[WorkflowRunResult]
     ) -> HostedRunResult:
         try:
             result: WorkflowRunResult = await run
@@ -394,7 +400,11 @@ class HostedRunStream:
     """
 
     def __init__(
-        self, host: WorkflowHost, key: ConversationKey, prepared: _Prepared, inner: Any
+        self,
+        host: WorkflowHost,
+        key: ConversationKey,
+        prepared: _Prepared,
+        inner: WorkflowRunStream,
     ) -> None:
         self._host = host
         self._key = key
