@@ -1,20 +1,27 @@
 """Small, careful file-system primitives shared by the file checkpoint storage and session store.
 
-Everything here is synchronous and blocking: callers run it off the event loop
-(``asyncio.to_thread``). This module must never import anything else from checkflow.
+The file primitives are synchronous and blocking: callers run them off the event loop
+(``asyncio.to_thread``). ``LoopLocks`` is the in-process half of the same locking: one
+``asyncio.Lock`` per key, taken before a worker thread takes the ``flock``. This module must
+never import anything else from checkflow.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+import weakref
+from collections.abc import Hashable, Iterator
 from pathlib import Path
+from typing import Generic, TypeVar
 
-__all__ = ["atomic_write", "exclusive_lock", "fsync_directory", "safe_name"]
+__all__ = ["LoopLocks", "atomic_write", "exclusive_lock", "fsync_directory", "safe_name"]
+
+K = TypeVar("K", bound=Hashable)
 
 
 def safe_name(identifier: str) -> str:
@@ -72,3 +79,25 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+class LoopLocks(Generic[K]):
+    """One ``asyncio.Lock`` per key and event loop, dropped once nobody holds or awaits it.
+
+    A lock belongs to the loop it is first used on, so a store shared by several loops (one
+    per thread, or one per test) keeps a table per loop; weak references keep the tables
+    from growing with every id ever locked.
+    """
+
+    def __init__(self) -> None:
+        self._tables: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, weakref.WeakValueDictionary[K, asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
+
+    def __call__(self, key: K) -> asyncio.Lock:
+        """The running loop's lock for ``key``."""
+        table = self._tables.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())
+        lock = table.get(key)
+        if lock is None:
+            lock = table[key] = asyncio.Lock()
+        return lock

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import weakref
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import msgspec
 
 from checkflow import state
-from checkflow._fs import atomic_write, exclusive_lock, safe_name
+from checkflow._fs import LoopLocks, atomic_write, exclusive_lock, safe_name
 from checkflow.errors import CorruptSessionError, StateError
 from checkflow.sessions._session import AgentSession
 from checkflow.sessions._versions import (
@@ -76,9 +75,7 @@ class FileSessionStore:
             raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
         self.root = Path(root)
         self.format: Format = format
-        self._locks: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, weakref.WeakValueDictionary[str, asyncio.Lock]
-        ] = weakref.WeakKeyDictionary()
+        self._lock: LoopLocks[str] = LoopLocks()
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds ``session_id`` (named by a hash; the id is stored inside)."""
@@ -166,14 +163,6 @@ class FileSessionStore:
         path = self.path_for(session_id)
         current = _read_or_none(path)
         return None if current is None else _parse(current, path, session_id).revision
-
-    def _lock(self, session_id: str) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        locks = self._locks.setdefault(loop, weakref.WeakValueDictionary())
-        lock = locks.get(session_id)
-        if lock is None:
-            lock = locks[session_id] = asyncio.Lock()
-        return lock
 
 
 def _read_or_none(path: Path) -> bytes | None:

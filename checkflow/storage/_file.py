@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import os
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import msgspec
 
-from checkflow._fs import atomic_write, exclusive_lock, fsync_directory, safe_name
+from checkflow._fs import LoopLocks, atomic_write, exclusive_lock, fsync_directory, safe_name
 from checkflow.checkpoints import (
     Checkpoint,
     CheckpointSnapshot,
@@ -45,11 +44,8 @@ from checkflow.storage._graph import unreachable
 __all__ = ["FileCheckpointStorage"]
 
 _LOG, _LOCK = "log", "lock"
-# Per event loop, per (root, checkpoint id): shared by every instance on one root, and
-# dropped as soon as no coroutine holds or awaits it.
-_LockTable = weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock]
-_loop_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LockTable]
-_loop_locks = weakref.WeakKeyDictionary()
+# Per (root, checkpoint id), so every instance on one root shares them.
+_LOCKS: LoopLocks[tuple[str, str]] = LoopLocks()
 
 
 def _digest(data: bytes) -> str:
@@ -342,12 +338,7 @@ class FileCheckpointStorage:
             yield folder
 
     def _lock(self, checkpoint_id: str) -> asyncio.Lock:
-        locks = _loop_locks.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())
-        key = (str(self.root), checkpoint_id)
-        lock = locks.get(key)
-        if lock is None:
-            lock = locks[key] = asyncio.Lock()
-        return lock
+        return _LOCKS((str(self.root), checkpoint_id))
 
 
 def _inode(st: os.stat_result) -> tuple[int, int]:
