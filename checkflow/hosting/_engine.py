@@ -1,7 +1,7 @@
-"""The few facts the host reads from the engine's definitions and snapshots, in one place.
+"""The few facts the host reads from the engine's snapshots, in one place.
 
-The host needs the start executor's input types (to convert JSON messages) and, for a stored
-conversation, the head's status, outputs and pending requests without running anything. The
+For a stored conversation the host needs the head's status, outputs and pending requests
+without running anything (the start executor's input types are ``Workflow.input_types``). The
 snapshot layout is the engine's (``workflow_state.status``, ``messages.output``,
 ``messages.pending.requests``); this module is the only hosting code that knows it.
 It must never write state or run a workflow.
@@ -17,14 +17,9 @@ from checkflow.checkpoints import CheckpointSnapshot
 from checkflow.errors import CorruptCheckpointError, StateError
 from checkflow.workflows import PendingRequest, RunStatus, Workflow
 
-__all__ = ["HeadFacts", "head_facts", "inspected_requests", "start_input_types"]
+__all__ = ["HeadFacts", "head_facts", "inspected_requests"]
 
 HeadFacts = tuple[RunStatus, list[Any], Mapping[str, PendingRequest]]
-
-
-def start_input_types(workflow: Workflow) -> tuple[Any, ...]:
-    """The input annotations of the start executor's message handlers, in dispatch order."""
-    return workflow.input_types
 
 
 def head_facts(workflow: Workflow, snapshot: CheckpointSnapshot) -> HeadFacts:

@@ -120,7 +120,7 @@ class WorkflowHost:
     async def convert_message(self, message: Any) -> Any:
         """``message`` as the first start-executor input type it fits, most specific first."""
         if self._converter is None:
-            self._converter = MessageConverter(_engine.start_input_types(await self.workflow()))
+            self._converter = MessageConverter((await self.workflow()).input_types)
         return self._converter.convert(message)
 
     # -- running -----------------------------------------------------------------------------
