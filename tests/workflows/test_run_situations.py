@@ -1,4 +1,4 @@
-"""What one run() call does, situation by situation (the table in the engine issue)."""
+"""What one run() call does, situation by situation: input, responses, resume, and refusals."""
 
 from __future__ import annotations
 
