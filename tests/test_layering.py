@@ -114,3 +114,10 @@ def test_the_documented_exception_holds_only_where_it_is_documented() -> None:
     source = "from checkflow.agents import WorkflowAgent\n"
     assert _violations(PurePosixPath("workflows/_workflow.py"), source) == []
     assert _violations(PurePosixPath("workflows/_runner.py"), source) != []
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_imports_are_absolute_so_this_check_sees_them(path: Path) -> None:
+    tree = ast.parse(path.read_text(), str(path))
+    relative = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+    assert relative == []
