@@ -56,6 +56,7 @@ class HttpError(Exception):
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """``body`` encoded once with the shared msgspec encoder (no per-response JSON setup)."""
     return Response(_encoder.encode(body), status, headers, media_type="application/json")
 
 

@@ -56,6 +56,7 @@ class BusySet:
         self._keys.add(key)
 
     def release(self, key: ConversationKey) -> None:
+        """Mark ``key`` free again (a no-op if it was not claimed)."""
         self._keys.discard(key)
 
 

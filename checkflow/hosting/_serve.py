@@ -126,5 +126,15 @@ def _listening(host: str, port: int) -> Iterator[socket.socket]:
         sock.close()
 
 
-def run_serve(**kwargs: Any) -> None:
-    asyncio.run(serve(**kwargs))
+def run_serve(
+    target: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    storage: str,
+    adapters: Sequence[str] = ("native",),
+    authenticate: str | None = None,
+) -> None:
+    """``serve()`` in a new event loop: the blocking entry point of ``checkflow serve``."""
+    asyncio.run(serve(target, host=host, port=port, storage=storage, adapters=adapters,
+                      authenticate=authenticate))

@@ -29,6 +29,7 @@ class Resolver(Generic[T]):
         self._lock = asyncio.Lock()
 
     async def get(self) -> T:
+        """The resolved value; the first caller builds it, concurrent callers wait for it."""
         if self._value is not None:
             return self._value
         async with self._lock:

@@ -91,6 +91,7 @@ def response_schema(response_type: Any) -> dict[str, Any]:
 
 
 def pending_view(request: PendingRequest) -> dict[str, Any]:
+    """A pending request as the API shows it: the answer's JSON Schema, not a type name."""
     return {
         "request_id": request.request_id,
         "data": jsonable(request.data),
@@ -100,6 +101,7 @@ def pending_view(request: PendingRequest) -> dict[str, Any]:
 
 
 def token_view(token: ResumeToken | None) -> dict[str, str] | None:
+    """The resume token as the API shows it (``None`` before a first good head)."""
     if token is None:
         return None
     return {"checkpoint_id": token.checkpoint_id, "snapshot_id": token.snapshot_id}
