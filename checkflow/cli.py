@@ -149,11 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from checkflow.hosting._serve import run_serve
+            from checkflow.hosting._serve import serve
 
-            run_serve(target=args.target, host=args.host, port=args.port, storage=args.storage,
-                      adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
-                      authenticate=args.authenticate)
+            asyncio.run(serve(args.target, host=args.host, port=args.port, storage=args.storage,
+                              adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
+                              authenticate=args.authenticate))
             return 0
         return asyncio.run(_checkpoints(args))
     except (CheckflowError, ValueError, ImportError) as exc:

@@ -7,7 +7,6 @@ command's implementation only.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import os
@@ -124,17 +123,3 @@ def _listening(host: str, port: int) -> Iterator[socket.socket]:
         yield sock
     finally:
         sock.close()
-
-
-def run_serve(
-    target: str,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    storage: str,
-    adapters: Sequence[str] = ("native",),
-    authenticate: str | None = None,
-) -> None:
-    """``serve()`` in a new event loop: the blocking entry point of ``checkflow serve``."""
-    asyncio.run(serve(target, host=host, port=port, storage=storage, adapters=adapters,
-                      authenticate=authenticate))
