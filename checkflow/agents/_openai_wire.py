@@ -81,6 +81,7 @@ class ChatCompletionChunk(msgspec.Struct):
 
     @property
     def delta(self) -> _Delta | None:
+        """The first choice's delta; ``None`` for a chunk without choices (e.g. usage only)."""
         return self.choices[0].delta if self.choices else None
 
 
@@ -132,6 +133,7 @@ class ToolCallAccumulator:
         self._calls: dict[int, list[str]] = {}
 
     def add(self, fragments: Sequence[_DeltaToolCall]) -> None:
+        """Fold one chunk's fragments in: the id once, name and arguments concatenated."""
         for fragment in fragments:
             call = self._calls.setdefault(fragment.index, ["", "", ""])
             if fragment.id:
@@ -141,6 +143,7 @@ class ToolCallAccumulator:
                 call[2] += fragment.function.arguments
 
     def calls(self) -> list[Content]:
+        """The assembled calls, in ``index`` order."""
         return [_function_call(*self._calls[index]) for index in sorted(self._calls)]
 
 

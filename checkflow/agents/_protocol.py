@@ -26,9 +26,13 @@ class Agent(Protocol):
     """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The agent's name: the author of its responses and its id in a graph signature."""
+        ...
 
-    def create_session(self, *, session_id: str | None = None) -> AgentSession: ...
+    def create_session(self, *, session_id: str | None = None) -> AgentSession:
+        """A new, empty session for one conversation (``session_id`` generated when omitted)."""
+        ...
 
     @overload
     def run(
@@ -54,4 +58,6 @@ class Agent(Protocol):
         *,
         session: AgentSession | None = None,
         stream: bool = False,
-    ) -> Awaitable[AgentResponse] | AsyncIterator[AgentResponseUpdate]: ...
+    ) -> Awaitable[AgentResponse] | AsyncIterator[AgentResponseUpdate]:
+        """Answer ``messages``, continuing ``session``'s conversation (one-shot without one)."""
+        ...

@@ -32,7 +32,9 @@ class Adapter(Protocol):
     and are mounted as given, beside the native API.
     """
 
-    def routes(self, host: Any) -> list[BaseRoute]: ...
+    def routes(self, host: Any) -> list[BaseRoute]:
+        """The routes serving this protocol for ``host`` (a ``WorkflowHost`` or ``AgentHost``)."""
+        ...
 
 
 def request_principal(request: Request) -> str | None:

@@ -28,10 +28,16 @@ class SessionStore(Protocol):
     is no error. ``get`` returns a fresh copy with ``version`` set.
     """
 
-    async def get(self, session_id: str) -> AgentSession | None: ...
+    async def get(self, session_id: str) -> AgentSession | None:
+        """A fresh copy of the stored session with ``version`` set, or ``None``."""
+        ...
 
     async def set(
         self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
-    ) -> str: ...
+    ) -> str:
+        """Store ``session`` if the write's condition holds; the new version."""
+        ...
 
-    async def delete(self, session_id: str, *, expected_version: str | None = None) -> None: ...
+    async def delete(self, session_id: str, *, expected_version: str | None = None) -> None:
+        """Remove the session (only at ``expected_version`` when given)."""
+        ...

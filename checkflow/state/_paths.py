@@ -71,10 +71,12 @@ class WalkError(Exception):
 
 
 def key_segment(key: str) -> str:
+    """A mapping key as a path segment: ``.name`` for identifiers, else ``['a key']``."""
     return f".{key}" if key.isidentifier() else f"[{key!r}]"
 
 
 def join_path(prefix: str, segments: Iterable[str]) -> str:
+    """``prefix`` followed by ``segments``, without a leading dot when there is no prefix."""
     path = prefix + "".join(segments)
     return path[1:] if path.startswith(".") and not prefix else path
 

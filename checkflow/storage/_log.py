@@ -84,6 +84,7 @@ def encode_header(checkpoint_id: str, format: str) -> bytes:
 
 
 def encode_commit(record: CommitRecord, format: str) -> bytes:
+    """A commit record's payload, in the log's encoding (``format`` from its header)."""
     return _ENCODERS[format].encode(record)
 
 
@@ -98,6 +99,7 @@ def frame_head(payload: bytes) -> bytes:
 
 
 def frame(payload: bytes) -> bytes:
+    """``payload`` framed for appending: header (length, its complement, CRC), payload, end mark."""
     return b"".join((frame_head(payload), payload, END))
 
 
@@ -144,6 +146,7 @@ def _torn_or_corrupt(rest: memoryview, source: str, at: int, *, tail_possible: b
 
 
 def decode_header(payload: bytes, *, source: str, checkpoint_id: str | None = None) -> LogHeader:
+    """The log's header; refuses unknown kinds, versions, encodings and another checkpoint's log."""
     try:
         header = _HEADER_DECODER.decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -195,6 +198,7 @@ def _frame_end(data: bytes, at: int) -> int | None:
 
 
 def decode_commit(payload: bytes, format: str, *, source: str) -> CommitRecord:
+    """A commit record from its payload; ``CorruptCheckpointError`` naming ``source`` if bad."""
     try:
         record: CommitRecord = _COMMIT_DECODERS[format].decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -63,6 +63,7 @@ class EdgeGroup:
         return [(s, t) for s in self.sources for t in self.targets]
 
     def describe(self) -> dict[str, Any]:
+        """This group as plain data, for the graph signature (conditions by qualified name)."""
         return {
             "id": self.id,
             "kind": self.kind,
