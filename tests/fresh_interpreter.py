@@ -38,3 +38,10 @@ def run_main(helper_file: str, *argv: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def run_code(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (this environment); its outcome, never raising."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )

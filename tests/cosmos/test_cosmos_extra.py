@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-
-def _python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
+from fresh_interpreter import run_code
 
 
 def test_importing_checkflow_and_its_storages_never_imports_azure() -> None:
-    result = _python(
+    result = run_code(
         "import sys, checkflow, checkflow.storage, checkflow.sessions\n"
         "optional = ('azure', 'checkflow.storage.cosmos')\n"
         "print(sorted(m for m in sys.modules if m.startswith(optional)))"
@@ -23,7 +16,7 @@ def test_importing_checkflow_and_its_storages_never_imports_azure() -> None:
 
 
 def test_without_the_sdk_the_import_error_names_the_cosmos_extra() -> None:
-    result = _python(
+    result = run_code(
         "import sys\n"
         "sys.modules['azure'] = None  # as if azure-cosmos were not installed\n"
         "import checkflow.storage.cosmos\n"
