@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import engine_samples
 import pytest
 from engine_samples import Halver, Start, build_factor, build_review, run_fresh
 
 from checkflow.errors import GraphSignatureMismatchError
-from checkflow.workflows import Executor, RunStatus, WorkflowBuilder, WorkflowContext, handler
+from checkflow.workflows import (
+    Executor,
+    RunStatus,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+    response_handler,
+)
 
 
 def test_the_same_definition_hashes_the_same_in_a_fresh_process():
@@ -35,10 +44,14 @@ def _variants():
     class Halver2(Halver):
         pass
 
-    class TypedDifferently(Executor):
+    class TypedDifferently(Halver):  # the same class name, handlers and edges as Halver
         @handler
         async def step(self, n: int, ctx: WorkflowContext[int, str]) -> None:
             pass
+
+    TypedDifferently.__module__, TypedDifferently.__qualname__ = (
+        Halver.__module__, Halver.__qualname__)
+    retyped = TypedDifferently(id="worker")
 
     yield (
         "executor renamed",
@@ -72,7 +85,7 @@ def _variants():
     )
     yield (
         "handler types changed",
-        (WorkflowBuilder(start_executor=start).add_edge(start, TypedDifferently(id="worker"))),
+        (WorkflowBuilder(start_executor=start).add_edge(start, retyped).add_edge(retyped, retyped)),
     )
 
 
@@ -80,6 +93,42 @@ def _variants():
 def test_any_topology_or_type_change_changes_the_signature(change):
     changed = dict(_variants())[change].build()
     assert changed.graph_signature_hash != build_factor().graph_signature_hash
+
+
+class SendsInts(Executor):
+    @handler
+    async def finish(self, n: int, ctx: WorkflowContext[int]) -> None:
+        pass
+
+
+class SendsStrs(Executor):
+    @handler
+    async def finish(self, n: int, ctx: WorkflowContext[str]) -> None:
+        pass
+
+
+SendsStrs.__qualname__ = SendsInts.__qualname__  # one class name: only the handler differs
+
+
+def test_a_handler_declaring_other_output_types_changes_the_signature():
+    def graph(last: Executor) -> str:
+        start = Start(id="start")
+        return WorkflowBuilder(start_executor=start).add_edge(start, last).build(
+            ).graph_signature_hash
+
+    assert graph(SendsInts(id="last")) == graph(SendsInts(id="last"))
+    assert graph(SendsInts(id="last")) != graph(SendsStrs(id="last"))
+
+
+def test_the_start_executor_is_part_of_the_signature():
+    def cycle_started_at(first: str) -> str:
+        a, b = Start(id="a"), Start(id="b")
+        start = a if first == "a" else b
+        return WorkflowBuilder(start_executor=start).add_edge(a, b).add_edge(b, a).build(
+            ).graph_signature_hash
+
+    assert cycle_started_at("a") == cycle_started_at("a")
+    assert cycle_started_at("a") != cycle_started_at("b")
 
 
 class Nested(Executor):
@@ -155,3 +204,35 @@ async def test_a_checkpoint_is_refused_when_a_nested_workflow_changed():
     with pytest.raises(GraphSignatureMismatchError):
         await changed.run(checkpoint=paused.checkpoint)
     assert (await rebuilt.run(checkpoint=paused.checkpoint)).status is paused.status
+
+
+@dataclass
+class Verdict:
+    """A response type only the asking workflow's handlers name: no other graph restores it."""
+
+    approved: bool
+
+
+class Asker(Executor):
+    @handler
+    async def ask(self, n: int, ctx: WorkflowContext) -> None:
+        await ctx.request_info({"n": n}, response_type=Verdict)
+
+    @response_handler
+    async def on_verdict(self, request: dict, verdict: Verdict, ctx: WorkflowContext) -> None:
+        pass
+
+
+async def test_the_signature_is_checked_before_a_pending_request_is_restored(storage):
+    asking = WorkflowBuilder(start_executor=Asker(id="asker")).build()
+    paused = await asking.run(1, checkpoint=asking.create_checkpoint(checkpoint_storage=storage))
+    assert paused.status is RunStatus.AWAITING_RESPONSES
+    before = [s.snapshot_id for s in paused.checkpoint.snapshots]
+    loaded = await storage.load(paused.checkpoint.checkpoint_id)
+    other = build_factor()  # cannot resolve Verdict: restoring first would fail differently
+    with pytest.raises(GraphSignatureMismatchError) as caught:
+        await other.run(checkpoint=loaded)
+    assert caught.value.actual == asking.graph_signature_hash
+    assert [s.snapshot_id for s in loaded.snapshots] == before
+    reloaded = await storage.load(paused.checkpoint.checkpoint_id)
+    assert [s.snapshot_id for s in reloaded.snapshots] == before
