@@ -15,6 +15,7 @@ from checkflow.workflows import (
     WorkflowBuilder,
     WorkflowContext,
     handler,
+    response_handler,
 )
 
 
@@ -228,3 +229,28 @@ async def test_shared_state_set_in_one_superstep_is_visible_from_the_next():
     result = await workflow.run(7)
     assert result.get_outputs() == ["unset", 7]  # "early" ran beside the writer
     assert result.checkpoint.head_snapshot.state["workflow_state"]["shared_state"] == {"total": 7}
+
+
+class Based(Executor):
+    """Sets shared state, pauses, and reads it back in the run that answers."""
+
+    @handler
+    async def start(self, n: int, ctx: WorkflowContext) -> None:
+        ctx.set_state("base", n)
+        await ctx.request_info({"add": "how much?"}, response_type=int)
+
+    @response_handler
+    async def on_amount(self, request: dict, amount: int, ctx: WorkflowContext[Any, int]) -> None:
+        await ctx.yield_output(ctx.get_state("base") + amount)
+
+
+@pytest.mark.parametrize("resumed_on", ["the same object", "a reloaded checkpoint"])
+async def test_shared_state_survives_a_pause_and_resume(storage, resumed_on):
+    workflow = WorkflowBuilder(start_executor=Based(id="based")).build()
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)
+    paused = await workflow.run(40, checkpoint=checkpoint)
+    (request_id,) = paused.pending_requests
+    if resumed_on == "a reloaded checkpoint":
+        checkpoint = await storage.load(checkpoint.checkpoint_id)
+    answered = await workflow.run(responses={request_id: 2}, checkpoint=checkpoint)
+    assert answered.get_outputs() == [42]
