@@ -71,10 +71,11 @@ class WorkflowRunStream:
 
     async def get_result(self) -> WorkflowRunResult:
         """Drain the remaining events and return the final result (or raise the run's error)."""
-        if self._cancelled:
+        if not self._cancelled:
+            async for _ in self:
+                pass
+        if self._cancelled:  # closed before, or by another task while this one drained
             return self._runner.result(RunStatus.CANCELLED)
-        async for _ in self:
-            pass
         return self._started().result()
 
     async def aclose(self) -> None:

@@ -8,7 +8,7 @@ import gc
 import pytest
 from engine_samples import build_factor
 
-from checkflow.errors import WorkflowRunError
+from checkflow.errors import CheckpointInUseError, WorkflowRunError
 from checkflow.workflows import (
     Executor,
     ExecutorCompletedEvent,
@@ -181,3 +181,44 @@ async def test_closing_a_stream_mid_superstep_abandons_that_superstep():
     result = await stream.get_result()
     assert result.status is RunStatus.CANCELLED
     assert [s.metadata["boundary"] for s in result.checkpoint.snapshots] == ["input_accepted"]
+
+
+class HeldCommits:
+    """Wraps a storage; from its ``held_from``-th commit on, holds each one at a gate."""
+
+    def __init__(self, inner, held_from: int) -> None:
+        self.inner, self.format, self._held_from, self._count = inner, inner.format, held_from, 0
+        self.entered, self.gate = asyncio.Event(), asyncio.Event()
+
+    async def commit_snapshot(self, checkpoint, snapshot, *, expected_head_snapshot_id) -> None:
+        self._count += 1
+        if self._count >= self._held_from:
+            self.entered.set()
+            await asyncio.wait_for(self.gate.wait(), timeout=10)
+        await self.inner.commit_snapshot(
+            checkpoint, snapshot, expected_head_snapshot_id=expected_head_snapshot_id
+        )
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+async def test_a_cancelled_run_waits_for_its_in_flight_commit_before_releasing(storage):
+    held = HeldCommits(storage, held_from=2)  # the entry commit lands; superstep 1's is held
+    workflow = ticking()
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=held)
+    stream = workflow.run(0, checkpoint=checkpoint, stream=True)
+    consumer = asyncio.ensure_future(stream.get_result())
+    await asyncio.wait_for(held.entered.wait(), timeout=10)
+    closing = asyncio.ensure_future(stream.aclose())
+    done, _ = await asyncio.wait([closing], timeout=0.5)  # a bounded negative wait
+    assert not done, "aclose() returned while the superstep's commit was still in flight"
+    with pytest.raises(CheckpointInUseError):
+        await workflow.run(checkpoint=checkpoint)
+    held.gate.set()
+    await asyncio.wait_for(closing, timeout=10)
+    assert (await asyncio.wait_for(consumer, timeout=10)).status is RunStatus.CANCELLED
+    assert [s.metadata["superstep"] for s in checkpoint.snapshots] == [0, 1]
+    assert (await storage.load(checkpoint.checkpoint_id)).head_snapshot_id == (
+        checkpoint.head_snapshot_id
+    )
