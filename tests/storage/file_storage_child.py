@@ -2,6 +2,8 @@
 
 ``python file_storage_child.py ROOT ID`` commits forever to checkpoint ID under ROOT,
 printing a flushed ``begin <n>`` before and ``ack <n>`` after each commit, until killed.
+``python file_storage_child.py ROOT ID once`` loads checkpoint ID, prints ``loaded``, waits
+for a line on stdin, then prints ``begin``, commits once and prints ``ack``.
 ``race`` is a multiprocessing target: load, wait at the barrier, commit once, report.
 """
 
@@ -40,6 +42,16 @@ async def commit_forever(root: str, checkpoint_id: str) -> None:
         n += 1
 
 
+async def commit_once_when_told(root: str, checkpoint_id: str) -> None:
+    checkpoint = await FileCheckpointStorage(root).load(checkpoint_id)
+    n = checkpoint.head_snapshot.state["workflow_state"]["n"] + 1
+    print("loaded", flush=True)
+    await asyncio.to_thread(sys.stdin.readline)
+    print("begin", flush=True)
+    await checkpoint.commit_snapshot(state=numbered_state(n))
+    print("ack", flush=True)
+
+
 def race(root: str, checkpoint_id: str, barrier: Any, results: Any) -> None:
     async def main() -> None:
         checkpoint = await FileCheckpointStorage(root).load(checkpoint_id)
@@ -55,4 +67,5 @@ def race(root: str, checkpoint_id: str, barrier: Any, results: Any) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(commit_forever(sys.argv[1], sys.argv[2]))
+    once = sys.argv[3:] == ["once"]
+    asyncio.run((commit_once_when_told if once else commit_forever)(sys.argv[1], sys.argv[2]))

@@ -1,8 +1,11 @@
-"""File storage across processes: SIGKILL mid-commit, and two writers racing from a barrier."""
+"""File storage across processes: SIGKILL mid-commit, the flock, and two writers racing."""
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import multiprocessing
+import os
 import random
 import signal
 import subprocess
@@ -13,6 +16,7 @@ from pathlib import Path
 import pytest
 from file_storage_child import numbered_state, race
 
+from checkflow._fs import safe_name
 from checkflow.checkpoints import Checkpoint
 from checkflow.storage import FileCheckpointStorage
 
@@ -77,7 +81,47 @@ def head_id(checkpoint: Checkpoint) -> str:
     return checkpoint.head_snapshot_id
 
 
+async def test_a_commit_from_another_process_waits_while_the_checkpoint_lock_is_held(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "checkpoints"
+    await Checkpoint("run-1", checkpoint_storage=FileCheckpointStorage(root)).commit_snapshot(
+        state=numbered_state(0)
+    )
+    folder = root / safe_name("run-1")
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(CHILD), str(root), "run-1", "once",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    lock = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        assert await asyncio.wait_for(child.stdout.readline(), timeout=60) == b"loaded\n"
+        fcntl.flock(lock, fcntl.LOCK_EX)  # this process now holds the checkpoint's lock
+        size = (folder / "log").stat().st_size
+        child.stdin.write(b"go\n")
+        await child.stdin.drain()
+        assert await asyncio.wait_for(child.stdout.readline(), timeout=60) == b"begin\n"
+        with pytest.raises(TimeoutError):  # a bounded negative wait: no ack while we hold it
+            await asyncio.wait_for(child.stdout.readline(), timeout=1)
+        assert (folder / "log").stat().st_size == size
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        assert await asyncio.wait_for(child.stdout.readline(), timeout=60) == b"ack\n"
+    finally:
+        os.close(lock)
+        if child.returncode is None:
+            child.kill()
+        await child.wait()
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert [s.state["workflow_state"]["n"] for s in loaded.snapshots] == [0, 1]
+
+
 async def test_two_processes_released_from_a_barrier_exactly_one_commits(tmp_path: Path) -> None:
+    """The race as it happens: both writers released at once, one must lose the head check.
+
+    Without the flock this fails only sometimes (both may read the old head before either
+    appends); what pins the lock deterministically is the held-lock test above.
+    """
     root = tmp_path / "checkpoints"
     storage = FileCheckpointStorage(root)
     await Checkpoint("run-1", checkpoint_storage=storage).commit_snapshot(state=numbered_state(0))
