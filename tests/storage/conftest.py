@@ -63,6 +63,15 @@ def open_checkpoint_storage(request: pytest.FixtureRequest) -> OpenStorage:
 
 
 @pytest.fixture
+def configured_format(
+    request: pytest.FixtureRequest, open_checkpoint_storage: OpenStorage
+) -> Format:
+    """The state format the parametrized backend was built with ("...-msgpack": msgpack)."""
+    backend: str = request.node.callspec.params["open_checkpoint_storage"]
+    return "msgpack" if backend.endswith("-msgpack") else "json"
+
+
+@pytest.fixture
 def checkpoint_storage(open_checkpoint_storage: OpenStorage) -> CheckpointStorage:
     """One storage of each backend in ``BACKENDS``."""
     return open_checkpoint_storage()

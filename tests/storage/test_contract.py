@@ -295,10 +295,15 @@ async def test_two_objects_loaded_from_one_storage_share_the_run_guard(
             pass
 
 
-async def test_storage_declares_the_state_format_commits_use(
-    checkpoint_storage, make_state
+async def test_state_is_persisted_in_the_format_the_storage_was_built_with(
+    open_checkpoint_storage, configured_format, make_state
 ) -> None:
-    checkpoint = Checkpoint("run-1", checkpoint_storage=checkpoint_storage)
-    snapshot = await checkpoint.commit_snapshot(state=make_state())
-    assert checkpoint_storage.format in ("json", "msgpack")
-    assert snapshot.record.format == checkpoint_storage.format
+    storage = open_checkpoint_storage()
+    assert storage.format == configured_format
+    snapshot = await Checkpoint("run-1", checkpoint_storage=storage).commit_snapshot(
+        state=make_state()
+    )
+    assert snapshot.record.format == configured_format
+    loaded = await open_checkpoint_storage().load("run-1")  # a fresh view of what was stored
+    assert loaded.head_snapshot.record.format == configured_format
+    assert loaded.head_snapshot.state == make_state()

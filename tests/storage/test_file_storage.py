@@ -304,6 +304,16 @@ async def test_instances_on_one_root_see_each_others_commits(root: Path, make_st
     assert loaded.head_snapshot_id == latest.snapshot_id
 
 
+async def test_a_msgpack_storage_writes_a_msgpack_log(root: Path, make_state) -> None:
+    checkpoint = await commit_chain(FileCheckpointStorage(root, format="msgpack"), make_state, 1)
+    payloads, _ = scan(log_of(root).read_bytes(), source="test")
+    assert msgspec.json.decode(payloads[0])["format"] == "msgpack"
+    assert msgspec.msgpack.decode(payloads[1])["snapshot_id"] == checkpoint.head_snapshot_id
+    loaded = await FileCheckpointStorage(root, format="json").load("run-1")  # reads the log's
+    assert loaded.head_snapshot.record.format == "msgpack"
+    assert loaded.head_snapshot.state == make_state(0)
+
+
 async def test_a_msgpack_instance_appends_to_a_json_log(root: Path, make_state) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 1, pair=(1, 2))
     loaded = await FileCheckpointStorage(root, format="msgpack").load("run-1")
