@@ -164,6 +164,33 @@ async def test_a_cached_tail_is_not_trusted_after_another_instance_recreated_the
     assert [s.snapshot_id for s in loaded.snapshots] == [replacement.snapshot_id]
 
 
+async def test_a_same_size_log_rewritten_in_place_is_re_read_not_trusted(
+    root: Path, make_state, tmp_path: Path
+) -> None:
+    mine = await commit_chain(FileCheckpointStorage(root), make_state, 2)  # caches its tail
+    elsewhere = tmp_path / "elsewhere"  # another instance branches and compacts a copy
+    log_of(elsewhere).parent.mkdir(parents=True)
+    log_of(elsewhere).write_bytes(log_of(root).read_bytes())
+    theirs = await FileCheckpointStorage(elsewhere).load("run-1")
+    theirs.restart_from(theirs.snapshots[0].snapshot_id)
+    branch = await theirs.commit_snapshot(state=make_state(1))
+    assert await FileCheckpointStorage(elsewhere).prune("run-1", keep=[]) == [
+        mine.head_snapshot_id
+    ]
+    compacted = log_of(elsewhere).read_bytes()
+    assert len(compacted) == log_of(root).stat().st_size  # the same size: only bytes differ
+    with open(log_of(root), "r+b") as handle:  # copied back in place: the inode is kept
+        handle.write(compacted)
+    with pytest.raises(CheckpointConflictError) as caught:
+        await mine.commit_snapshot(state=make_state(2))
+    assert caught.value.actual_head_snapshot_id == branch.snapshot_id
+    loaded = await FileCheckpointStorage(root).load("run-1")
+    assert [s.snapshot_id for s in loaded.snapshots] == [
+        mine.snapshots[0].snapshot_id,
+        branch.snapshot_id,
+    ]
+
+
 async def test_a_log_copied_under_another_id_raises_corrupt(root: Path, make_state) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 1)
     (root / safe_name("run-2")).mkdir()
