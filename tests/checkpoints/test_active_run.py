@@ -50,10 +50,10 @@ async def test_a_commit_from_another_task_during_a_run_is_refused(make_state) ->
     async def run() -> None:
         with active_run(checkpoint):
             outsider_may_try.set()
-            await run_may_end.wait()
+            await asyncio.wait_for(run_may_end.wait(), timeout=10)
 
     running = asyncio.create_task(run())  # a task that is NOT a child of the run
-    await outsider_may_try.wait()
+    await asyncio.wait_for(outsider_may_try.wait(), timeout=10)
     with pytest.raises(CheckpointInUseError):
         await checkpoint.commit_snapshot(state=make_state(1))
     run_may_end.set()
@@ -70,10 +70,10 @@ async def test_restart_from_during_a_run_is_refused(make_state) -> None:
     async def run() -> None:
         with active_run(checkpoint):
             entered.set()
-            await leave.wait()
+            await asyncio.wait_for(leave.wait(), timeout=10)
 
     running = asyncio.create_task(run())
-    await entered.wait()
+    await asyncio.wait_for(entered.wait(), timeout=10)
     with pytest.raises(CheckpointInUseError):
         checkpoint.restart_from(first.snapshot_id)
     leave.set()
@@ -90,7 +90,7 @@ async def test_a_task_the_run_spawned_loses_its_right_once_another_run_holds_the
 
     async def leftover() -> None:
         leftover_ready.set()
-        await leftover_try.wait()
+        await asyncio.wait_for(leftover_try.wait(), timeout=10)
         try:
             await checkpoint.commit_snapshot(state=make_state(9))
         except CheckpointInUseError as exc:
@@ -99,12 +99,12 @@ async def test_a_task_the_run_spawned_loses_its_right_once_another_run_holds_the
 
     with active_run(checkpoint):
         spawned = asyncio.create_task(leftover())
-        await leftover_ready.wait()
+        await asyncio.wait_for(leftover_ready.wait(), timeout=10)
 
     async def second_run() -> None:
         with active_run(checkpoint):
             leftover_try.set()
-            await leftover_done.wait()
+            await asyncio.wait_for(leftover_done.wait(), timeout=10)
 
     await asyncio.gather(second_run(), spawned)
     assert len(outcome) == 1

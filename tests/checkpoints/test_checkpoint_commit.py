@@ -42,7 +42,7 @@ class GatedStorage(InMemoryCheckpointStorage):
     ) -> None:
         self.expected_heads.append(expected_head_snapshot_id)
         self.entered.set()
-        await self.gate.wait()
+        await asyncio.wait_for(self.gate.wait(), timeout=10)
         await super().commit_snapshot(
             checkpoint, snapshot, expected_head_snapshot_id=expected_head_snapshot_id
         )
@@ -123,7 +123,7 @@ async def test_a_storage_error_propagates_as_itself_and_changes_nothing(make_sta
 async def start_in_flight(checkpoint: Checkpoint, storage: GatedStorage, state) -> asyncio.Task:
     """Start a commit and return once its storage call is held at the gate."""
     commit = asyncio.create_task(checkpoint.commit_snapshot(state=state))
-    await storage.entered.wait()
+    await asyncio.wait_for(storage.entered.wait(), timeout=10)
     return commit
 
 
@@ -155,7 +155,7 @@ async def test_a_cancelled_commit_that_fails_in_storage_leaves_everything_unchan
     class GatedFailing(GatedStorage):
         async def commit_snapshot(self, checkpoint, snapshot, *, expected_head_snapshot_id):
             self.entered.set()
-            await self.gate.wait()
+            await asyncio.wait_for(self.gate.wait(), timeout=10)
             self.finished.set()
             raise ConnectionResetError("storage went away")
 
@@ -163,7 +163,7 @@ async def test_a_cancelled_commit_that_fails_in_storage_leaves_everything_unchan
     checkpoint = Checkpoint("run-1", checkpoint_storage=storage)
     await cancel_in_flight(checkpoint, storage, make_state(1))
     storage.gate.set()
-    await storage.finished.wait()
+    await asyncio.wait_for(storage.finished.wait(), timeout=10)
     assert checkpoint.snapshots == [] and checkpoint.head_snapshot_id is None
     assert await storage.list_checkpoint_ids() == []
 
@@ -218,7 +218,8 @@ async def test_restart_from_during_a_cancelled_in_flight_commit_keeps_the_caller
     await cancel_in_flight(checkpoint, storage, make_state(2))
     checkpoint.restart_from(first.snapshot_id)
     storage.gate.set()
-    await storage.finished.wait()  # the shielded task records it before this wakes
+    # the shielded task records it before this wakes
+    await asyncio.wait_for(storage.finished.wait(), timeout=10)
     assert checkpoint.head_snapshot_id == first.snapshot_id
     assert checkpoint.persisted_head_snapshot_id == (await storage.load("run-1")).head_snapshot_id
     assert len(checkpoint.snapshots) == 2

@@ -41,7 +41,7 @@ class GatedStorage:
 
     async def commit_snapshot(self, checkpoint, snapshot, *, expected_head_snapshot_id) -> None:
         self.entered.set()
-        await self.gate.wait()
+        await asyncio.wait_for(self.gate.wait(), timeout=10)
         await self.inner.commit_snapshot(
             checkpoint, snapshot, expected_head_snapshot_id=expected_head_snapshot_id
         )
@@ -273,12 +273,12 @@ async def test_a_commit_cancelled_in_flight_lands_in_memory_and_storage_alike(
     gated = GatedStorage(checkpoint_storage)
     checkpoint = Checkpoint("run-1", checkpoint_storage=gated)
     commit = asyncio.create_task(checkpoint.commit_snapshot(state=make_state(1)))
-    await gated.entered.wait()
+    await asyncio.wait_for(gated.entered.wait(), timeout=10)
     commit.cancel()
     with pytest.raises(asyncio.CancelledError):
         await commit
     gated.gate.set()
-    await gated.finished.wait()
+    await asyncio.wait_for(gated.finished.wait(), timeout=10)
     stored = await checkpoint_storage.load("run-1")
     assert checkpoint.head_snapshot_id == stored.head_snapshot_id is not None
     assert [s.snapshot_id for s in checkpoint.snapshots] == [stored.head_snapshot_id]

@@ -111,7 +111,7 @@ async def test_a_commit_from_another_process_waits_while_the_checkpoint_lock_is_
         os.close(lock)
         if child.returncode is None:
             child.kill()
-        await child.wait()
+        await asyncio.wait_for(child.wait(), timeout=60)
     loaded = await FileCheckpointStorage(root).load("run-1")
     assert [s.state["workflow_state"]["n"] for s in loaded.snapshots] == [0, 1]
 

@@ -167,7 +167,7 @@ class Slow(Executor):
     @handler
     async def go(self, n: int, ctx: WorkflowContext) -> None:
         self._entered.set()
-        await asyncio.Event().wait()  # never finishes on its own
+        await asyncio.wait_for(asyncio.Event().wait(), timeout=10)  # never finishes by itself
 
 
 async def test_closing_a_stream_mid_superstep_abandons_that_superstep():
