@@ -55,7 +55,7 @@ async def commit_once_when_told(root: str, checkpoint_id: str) -> None:
 def race(root: str, checkpoint_id: str, barrier: Any, results: Any) -> None:
     async def main() -> None:
         checkpoint = await FileCheckpointStorage(root).load(checkpoint_id)
-        await asyncio.to_thread(barrier.wait)
+        await asyncio.to_thread(barrier.wait, 60)
         try:
             snapshot = await checkpoint.commit_snapshot(state=numbered_state(1))
         except CheckpointConflictError:
