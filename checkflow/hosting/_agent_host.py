@@ -2,8 +2,9 @@
 
 Each conversation (scoped by principal) gets an ``AgentSession`` kept inside the host's
 conversation session at ``state["agent_session"]``; runs on one conversation never overlap
-(busy set and session lease, as for workflows); the agent session is stored only after a run
-succeeded, so a failed run changes nothing. This module must never queue a request.
+(busy set and session lease, as for workflows); the agent runs on a private copy of its session,
+stored only after the run succeeded, so a failed or abandoned run changes nothing (the lease
+still writes the conversation session when it ends). This module must never queue a request.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from checkflow.hosting._keys import ConversationKey
 from checkflow.hosting._lease import ConversationLease, LeaseManager, new_owner_id
 from checkflow.hosting._target import Resolver
 from checkflow.sessions import AgentSession, InMemorySessionStore, SessionStore
+from checkflow.state import from_builtins, to_builtins
 
 __all__ = ["AgentHost"]
 
@@ -124,9 +126,15 @@ class AgentHost:
 
 
 def _agent_session(lease: ConversationLease, agent: Agent, key: ConversationKey) -> AgentSession:
-    session = lease.session.state.get(AGENT_SESSION_KEY)
-    if isinstance(session, AgentSession):
-        return session
+    """A copy of the stored agent session (or a new one) for the agent to change freely.
+
+    The stored one sits inside the leased conversation session, which the lease writes back
+    whatever the outcome; the copy reaches it only through ``_store`` after a good run.
+    """
+    stored = lease.session.state.get(AGENT_SESSION_KEY)
+    if isinstance(stored, AgentSession):
+        copy: AgentSession = from_builtins(to_builtins(stored))
+        return copy
     return agent.create_session(session_id=key.session_id)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -42,7 +42,11 @@ async def test_the_session_is_stored_inside_the_conversation(host: AgentHost) ->
 
 
 class HeldAgent(ScriptedAgent):
-    """Waits on an event inside its run (the gate), or fails on "fail"."""
+    """Waits on an event inside its run (the gate); on "fail" or "abandon" it first scribbles.
+
+    "fail" writes to the session, then raises; "abandon" writes to the session, then replies
+    normally (for a caller that stops reading the stream before its end).
+    """
 
     def __init__(self) -> None:
         super().__init__("held", ["done", "done again"])
@@ -50,11 +54,13 @@ class HeldAgent(ScriptedAgent):
         self.release = asyncio.Event()
 
     async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
+        if messages[-1].text in ("fail", "abandon"):
+            session.state["scratch"] = "half-written"
         if messages[-1].text == "fail":
             raise RuntimeError("the model is down")
         if messages[-1].text == "hold":
             self.entered.set()
-            await self.release.wait()
+            await asyncio.wait_for(self.release.wait(), 10)
         return await super()._respond(messages, session)
 
 
@@ -62,20 +68,43 @@ async def test_a_busy_conversation_is_refused(host: AgentHost) -> None:
     agent = HeldAgent()
     host = AgentHost(agent)
     first = asyncio.create_task(host.run("a", "hold"))
-    await agent.entered.wait()
+    await asyncio.wait_for(agent.entered.wait(), 10)
     with pytest.raises(ConversationBusyError):
         await host.run("a", "again")
     agent.release.set()
     assert (await first).text == "done"
 
 
+async def stored_agent_session(host: AgentHost, conversation_id: str) -> Any:
+    """The agent session as the session store holds it (not as any live object has it)."""
+    stored = await host.session_store.get(ConversationKey(None, conversation_id).session_id)
+    assert stored is not None
+    return stored.state["agent_session"]
+
+
 async def test_a_failed_run_leaves_the_session_unchanged() -> None:
     host = AgentHost(HeldAgent())
     await host.run("a", "first")
-    before = (await host.get_session("a")).state
+    before = await stored_agent_session(host, "a")
     with pytest.raises(RuntimeError):
-        await host.run("a", "fail")
-    assert (await host.get_session("a")).state == before
+        await host.run("a", "fail")  # the agent wrote to its session before failing
+    after = await stored_agent_session(host, "a")
+    assert "scratch" not in after.state
+    assert after == before
+    assert (await host.run("a", "next")).text == "done again"
+
+
+async def test_a_stream_closed_early_leaves_the_session_unchanged() -> None:
+    host = AgentHost(HeldAgent())
+    await host.run("a", "first")
+    before = await stored_agent_session(host, "a")
+    updates = await host.run("a", "abandon", stream=True)
+    assert isinstance(updates, AsyncGenerator)
+    await anext(updates)  # the agent has written to its session by now
+    await updates.aclose()
+    after = await stored_agent_session(host, "a")
+    assert "scratch" not in after.state
+    assert after == before
     assert (await host.run("a", "next")).text == "done again"
 
 
