@@ -89,7 +89,7 @@ class BarrierAgent(BaseAgent):
         self._barrier = barrier
 
     async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
-        await self._barrier.wait()
+        await asyncio.wait_for(self._barrier.wait(), 10)
         reply = ChatMessage("assistant", "echo " + " ".join(m.text for m in messages))
         append_history(session, [*messages, reply])
         return AgentResponse(messages=[reply], author_name=self.name)

@@ -244,7 +244,7 @@ async def test_two_concurrent_sessions_on_one_agent_are_independent(
     both_in_flight = asyncio.Barrier(2)
 
     async def echo(request: httpx.Request) -> httpx.Response:
-        await both_in_flight.wait()  # both requests are open at once
+        await asyncio.wait_for(both_in_flight.wait(), 10)  # both requests are open at once
         last = json.loads(request.content)["messages"][-1]["content"]
         return httpx.Response(200, json=completion(f"echo {last}"))
 

@@ -239,8 +239,7 @@ class AfterRelease(Executor):
 
     @handler
     async def finish(self, go: str, ctx: WorkflowContext) -> None:
-        async with asyncio.timeout(30):  # a safety net only: the consumer releases it
-            await self._released.wait()
+        await asyncio.wait_for(self._released.wait(), 10)  # the consumer releases it
         await ctx.yield_output("second")
 
 

@@ -20,7 +20,7 @@ async def _race(checkpoints: list[Checkpoint], round_no: int = 0) -> list[Any]:
     barrier = asyncio.Barrier(len(checkpoints))
 
     async def commit(index: int, checkpoint: Checkpoint) -> CheckpointSnapshot:
-        await barrier.wait()
+        await asyncio.wait_for(barrier.wait(), 10)
         return await checkpoint.commit_snapshot(state=make_state(f"r{round_no}-w{index}"))
 
     return await asyncio.gather(

@@ -47,7 +47,7 @@ class Start(Executor):
         if text == "hold" and self._gate is not None:
             self._gate.runs += 1
             self._gate.entered.set()
-            await self._gate.release.wait()
+            await asyncio.wait_for(self._gate.release.wait(), 10)
         await ctx.send_message(text)
 
 

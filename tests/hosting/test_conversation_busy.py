@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hosting_flows import Gate, build
 
+from checkflow.checkpoints import Checkpoint
 from checkflow.errors import ConversationBusyError
 from checkflow.hosting import WorkflowHost
 from checkflow.hosting._keys import ConversationKey
@@ -23,8 +24,32 @@ from checkflow.workflows import RunStatus, WorkflowStatusEvent
 
 async def _held(host: WorkflowHost, gate: Gate, conversation: str = "c-1") -> asyncio.Task:
     task = asyncio.create_task(host.run(conversation, message="hold"))
-    await gate.entered.wait()
+    await asyncio.wait_for(gate.entered.wait(), 10)
     return task
+
+
+class CountingSessions(InMemorySessionStore):
+    """An in-memory session store that counts its reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gets = 0
+
+    async def get(self, session_id: str) -> AgentSession | None:
+        self.gets += 1
+        return await super().get(session_id)
+
+
+class CountingCheckpoints(InMemoryCheckpointStorage):
+    """An in-memory checkpoint storage that counts its loads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    async def load(self, checkpoint_id: str) -> Checkpoint:
+        self.loads += 1
+        return await super().load(checkpoint_id)
 
 
 async def test_a_second_run_on_a_busy_conversation_is_refused_at_once(
@@ -39,9 +64,28 @@ async def test_a_second_run_on_a_busy_conversation_is_refused_at_once(
     assert gate.runs == 1
 
 
+async def test_a_run_on_an_existing_busy_conversation_is_refused_before_any_read(
+    gate: Gate,
+) -> None:
+    sessions, storage = CountingSessions(), CountingCheckpoints()
+    host = WorkflowHost(build(gate), session_store=sessions, checkpoint_storage=storage)
+    await host.run("c-1", message="one")
+    first = await _held(host, gate)
+    reads = (sessions.gets, storage.loads)
+    with pytest.raises(ConversationBusyError) as caught:
+        await host.run("c-1", message="three")
+    assert caught.value.retry_after >= 1
+    assert (sessions.gets, storage.loads) == reads  # refused by the busy set alone
+    gate.release.set()
+    assert (await first).outputs == ["HOLD"]
+    assert (await host.get_conversation("c-1")).outputs == ["ONE", "HOLD"]
+    assert gate.runs == 1
+
+
 async def test_twenty_simultaneous_requests_make_one_run_and_nineteen_refusals(
     host: WorkflowHost, gate: Gate
 ) -> None:
+    await host.run("c-1", message="one")  # an existing conversation, with a head to load
     first = await _held(host, gate)
     outcomes = await asyncio.gather(
         *(host.run("c-1", message="hold") for _ in range(19)), return_exceptions=True
@@ -50,6 +94,38 @@ async def test_twenty_simultaneous_requests_make_one_run_and_nineteen_refusals(
     gate.release.set()
     await first
     assert gate.runs == 1
+    assert (await host.get_conversation("c-1")).outputs == ["ONE", "HOLD"]
+
+
+class GatedCommits(InMemoryCheckpointStorage):
+    """An in-memory checkpoint storage whose first commit waits for the test's release."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def commit_snapshot(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.entered.is_set():
+            self.entered.set()
+            await asyncio.wait_for(self.release.wait(), 10)
+        return await super().commit_snapshot(*args, **kwargs)
+
+
+async def test_the_session_holds_no_checkpoint_reference_until_a_snapshot_commits() -> None:
+    storage = GatedCommits()
+    host = WorkflowHost(build(), checkpoint_storage=storage)
+    run = asyncio.create_task(host.run("c-1", message="one"))
+    await asyncio.wait_for(storage.entered.wait(), 10)
+    session_id = ConversationKey(None, "c-1").session_id
+    during = await host.session_store.get(session_id)
+    assert during is not None and "lease" in during.state  # the run holds the conversation
+    assert "checkpoint" not in during.state
+    storage.release.set()
+    result = await run
+    after = await host.session_store.get(session_id)
+    assert after is not None and result.resume_token is not None
+    assert after.state["checkpoint"].head_snapshot_id == result.resume_token.snapshot_id
 
 
 async def test_other_conversations_run_while_one_is_held(host: WorkflowHost, gate: Gate) -> None:
@@ -205,7 +281,7 @@ async def test_a_failed_lease_renewal_neither_ends_the_run_nor_loses_its_result(
     host = WorkflowHost(build(gate), session_store=sessions, lease_seconds=0.3)
     first = await _held(host, gate)
     sessions.fail_next()  # the next write is a renewal: the run is held on the gate
-    await sessions.failed.wait()
+    await asyncio.wait_for(sessions.failed.wait(), 10)
     gate.release.set()
     result = await first
     assert result.outputs == ["HOLD"]
@@ -227,7 +303,7 @@ class RacingSessions(InMemorySessionStore):
         found = await super().get(session_id)
         self.reads += 1
         if self.reads <= 2:
-            await self.barrier.wait()
+            await asyncio.wait_for(self.barrier.wait(), 10)
         return found
 
 
@@ -274,7 +350,7 @@ class BarrierFileSessions(FileSessionStore):
         found = await super().get(session_id)
         self.reads += 1
         if self.reads == 1:
-            await self.barrier.wait()
+            await asyncio.wait_for(self.barrier.wait(), 10)
         return found
 
 

@@ -199,7 +199,7 @@ async def test_a_busy_conversation_is_409_with_retry_after(workflow: Any, gate: 
     host = WorkflowHost(workflow)
     async with client_for(create_app(host)) as client:
         first = asyncio.create_task(run(client, "c", {"message": "hold"}))
-        await gate.entered.wait()
+        await asyncio.wait_for(gate.entered.wait(), 10)
         response = await run(client, "c", {"message": "again"})
         assert response.status_code == 409
         assert response.json()["error"]["code"] == "conversation_busy"
@@ -418,3 +418,26 @@ async def test_adapters_are_mounted_beside_the_native_api(host: WorkflowHost) ->
         native = await client.get("/v1/conversations/echo",
                                   headers={"authorization": "Bearer ann"})
         assert native.json()["outputs"] == ["ADAPTED"]
+
+
+async def test_a_conversation_whose_good_head_was_pruned_is_treated_as_fresh(
+    host: WorkflowHost, client: httpx.AsyncClient
+) -> None:
+    first = (await run(client, "c", {"message": "one"})).json()
+    good = (await run(client, "c", {"message": "two"})).json()
+    failed = await run(client, "c", {"message": "boom",
+                                     "from_snapshot": first["resume_token"]["snapshot_id"]})
+    assert failed.json()["resume_token"] == good["resume_token"]  # the good head is kept
+    # The failed branch is now the checkpoint's head: pruning to it removes the good head.
+    checkpoint_id = good["resume_token"]["checkpoint_id"]
+    removed = await host.checkpoint_storage.prune(checkpoint_id, keep=[])
+    assert good["resume_token"]["snapshot_id"] in removed
+    gone = await client.get("/v1/conversations/c")
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "conversation_not_found"
+    fresh = await run(client, "c", {"message": "again"})
+    assert fresh.status_code == 200
+    assert fresh.json()["outputs"] == ["AGAIN"]
+    state = await client.get("/v1/conversations/c")
+    assert state.status_code == 200
+    assert state.json()["outputs"] == ["AGAIN"]
