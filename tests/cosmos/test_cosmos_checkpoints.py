@@ -352,6 +352,26 @@ async def test_metadata_too_large_for_a_batch_is_refused_before_anything_commits
     assert [s.snapshot_id for s in loaded.snapshots] == [checkpoint.head_snapshot_id]
 
 
+async def test_load_shows_only_the_snapshots_the_manifest_reaches_by_seq(
+    cosmos_storage: CosmosCheckpointStorage, cosmos_container: Any
+) -> None:
+    checkpoint = await _started(cosmos_storage, n=2)
+    manifest = await cosmos_container.read_item("manifest", partition_key="run-1")
+    head_id = checkpoint.head_snapshot_id or ""
+    head_item = await cosmos_container.read_item(snapshot_item_id(head_id), partition_key="run-1")
+    planted_id = str(uuid.uuid4())  # a snapshot past the manifest: no commit ever moved to it
+    await cosmos_container.create_item({
+        **{k: v for k, v in head_item.items() if not k.startswith("_")},
+        "id": snapshot_item_id(planted_id), "snapshot_id": planted_id,
+        "parent_snapshot_id": head_id, "epoch": manifest["epoch"], "seq": manifest["seq"] + 1,
+    })
+    loaded = await cosmos_storage.load("run-1")
+    assert planted_id not in {s.snapshot_id for s in loaded.snapshots}
+    committed = [s.snapshot_id for s in checkpoint.snapshots]
+    assert [s.snapshot_id for s in loaded.snapshots] == committed
+    assert loaded.head_snapshot_id == head_id
+
+
 async def test_a_missing_head_item_is_reported_as_corruption_naming_it(
     cosmos_storage: CosmosCheckpointStorage, cosmos_container: Any
 ) -> None:

@@ -17,6 +17,7 @@ from checkflow.errors import (
 from checkflow.workflows import (
     Executor,
     RequestCancelled,
+    RequestInfoEvent,
     RunStatus,
     Workflow,
     WorkflowBuilder,
@@ -108,6 +109,37 @@ async def test_answering_through_the_parent_completes_the_child():
     child_state = done.checkpoint.head_snapshot.state["executor_states"]["sub"]["workflow"]
     assert child_state["workflow_state"]["status"] == "idle"
     assert child_state["messages"]["pending"]["requests"] == {}
+
+
+class AskTwice(Executor):
+    """Asks two questions about ``n`` at once; yields ``"<part>:<approved>"`` per answer."""
+
+    @handler
+    async def ask(self, n: int, ctx: WorkflowContext) -> None:
+        await ctx.request_info({"part": "a", "n": n}, response_type=Verdict)
+        await ctx.request_info({"part": "b", "n": n}, response_type=Verdict)
+
+    @response_handler
+    async def answered(self, request: dict, verdict: Verdict, ctx: WorkflowContext) -> None:
+        await ctx.yield_output(f"{request['part']}:{verdict.approved}")
+
+
+async def test_answering_one_of_two_child_requests_leaves_the_other_asked_once():
+    workflow = parent(WorkflowBuilder(AskTwice(id="ask"), name="approval").build())
+    paused = await workflow.run(4)
+    by_part = {r.data["part"]: request_id for request_id, r in paused.pending_requests.items()}
+    assert set(by_part) == {"a", "b"}
+
+    stream = workflow.run(responses={by_part["a"]: Verdict(True, "kim")},
+                          checkpoint=paused.checkpoint, stream=True)
+    events = [event async for event in stream]
+    answered = await stream.get_result()
+
+    assert answered.get_outputs() == ["parent got a:True"]
+    ((still_id, still),) = answered.pending_requests.items()
+    assert still_id == by_part["b"]
+    assert still.data == {"part": "b", "n": 4}
+    assert [e for e in events if isinstance(e, RequestInfoEvent)] == []  # not re-asked
 
 
 async def test_the_childs_whole_state_lives_inside_the_parents_snapshot():
