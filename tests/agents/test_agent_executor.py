@@ -197,10 +197,16 @@ async def test_an_agent_error_fails_the_run_and_keeps_the_last_committed_session
     ]
 
 
-def test_the_executor_object_holds_no_session():
-    node = AgentExecutor(ScriptedAgent("writer", ["x"]))
-    assert node.id == "writer"
-    assert not any(isinstance(v, AgentSession) for v in vars(node).values())
+async def test_the_executor_object_holds_no_session():
+    agent = ScriptedAgent("writer", ["x"])  # one reply: a reused session has none left
+    node = AgentExecutor(agent, output_response=True)
+    workflow = WorkflowBuilder(node).build()
+
+    runs = [await workflow.run(text) for text in ("owls", "bats")]  # a fresh checkpoint each
+
+    assert [[o.text for o in r.get_outputs()] for r in runs] == [["x"], ["x"]]
+    for held in (vars(node), vars(agent)):
+        assert not any(isinstance(v, AgentSession) for v in held.values())
 
 
 def test_the_id_defaults_to_the_agents_name_and_may_be_given_positionally():

@@ -95,12 +95,14 @@ async def test_the_session_saved_to_a_file_session_store_holds_a_checkpoint_refe
     agent = build_publisher().as_agent(checkpoint_storage=storage)
     session = agent.create_session(session_id="conversation-1")
     await agent.run("write about owls", session=session)
+    held = session.state["checkpoint"]  # what the agent put there, before any encoding
+    assert type(held) is CheckpointReference
     await store.set(session)
 
     loaded = await store.get("conversation-1")
 
     reference = loaded.state["checkpoint"]
-    assert isinstance(reference, CheckpointReference)
+    assert reference == held
     persisted = await storage.load(reference.checkpoint_id)
     assert reference.head_snapshot_id == persisted.head_snapshot_id
 
