@@ -19,7 +19,8 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   ├── WorkflowRunError                an executor raised; the run ended FAILED
     │   ├── WorkflowConvergenceError        max_iterations supersteps without going idle
     │   ├── GraphSignatureMismatchError     the checkpoint belongs to another graph
-    │   └── InvalidResponseError            a response for an unknown request or of the wrong type
+    │   ├── InvalidResponseError            a response for an unknown request or of the wrong type
+    │   └── InterceptorError                an interceptor raised (or skipped call_next)
     ├── SessionError                        agent sessions and their stores
     │   ├── SessionConflictError            a stale expected_version
     │   └── CorruptSessionError             a stored session that cannot be decoded
@@ -29,7 +30,9 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
         ├── ConversationBusyError           the conversation is running elsewhere (HTTP 409)
         ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
         ├── InvalidMessageError             a message fits no input type of the start (HTTP 422)
-        └── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
+        ├── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
+        ├── NoCheckpointsError              this host keeps no checkpoints (an AgentHost)
+        └── AdapterConflictError            two adapters (or one and the native API) share a path
 
 Errors carry the facts needed to act on them as attributes and say them in one sentence.
 This module must never import anything else from checkflow.
@@ -40,6 +43,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AdapterConflictError",
     "AgentError",
     "AgentServiceError",
     "CheckflowError",
@@ -54,8 +58,10 @@ __all__ = [
     "CorruptSessionError",
     "GraphSignatureMismatchError",
     "HostingError",
+    "InterceptorError",
     "InvalidMessageError",
     "InvalidResponseError",
+    "NoCheckpointsError",
     "SessionConflictError",
     "SessionError",
     "SnapshotNotFoundError",
@@ -263,6 +269,22 @@ class InvalidResponseError(WorkflowError, ValueError):
         self.request_id = request_id
 
 
+class InterceptorError(WorkflowError):
+    """An interceptor raised, or returned without calling ``call_next``; the run stopped.
+
+    Nothing half-done is committed: the checkpoint keeps its last committed snapshot. The
+    interceptor's own error is ``__cause__``.
+    """
+
+    def __init__(self, interceptor: str, hook: str, error: BaseException) -> None:
+        super().__init__(
+            f"interceptor {interceptor} failed in its {hook!r} hook: "
+            f"{type(error).__name__}: {error}")
+        self.interceptor = interceptor
+        self.hook = hook
+        self.error = error
+
+
 # -- sessions ------------------------------------------------------------------------------
 
 
@@ -350,3 +372,22 @@ class StaleResumeTokenError(HostingError):
         super().__init__(f"stale resume token: it names {expected!r} but the head is {actual!r}")
         self.expected = expected
         self.actual = actual
+
+
+class NoCheckpointsError(HostingError):
+    """The host keeps no checkpoints (an ``AgentHost``): there are no snapshots to show."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} is served by an agent host, which keeps an agent "
+            "session, not checkpoints")
+        self.conversation_id = conversation_id
+
+
+class AdapterConflictError(HostingError, ValueError):
+    """Two adapters, or an adapter and the native API, claim overlapping path prefixes."""
+
+    def __init__(self, first: str, second: str, detail: str) -> None:
+        super().__init__(f"{first} and {second} overlap: {detail}")
+        self.first = first
+        self.second = second

@@ -121,6 +121,24 @@ class FileSessionStore:
         async with self._lock(session_id):
             await asyncio.to_thread(self._compare_and_unlink, session_id, expected_version)
 
+    async def list_session_ids(self) -> list[str]:
+        """Every stored session id, sorted (reads each file's envelope for its id)."""
+        return await asyncio.to_thread(self._list_ids)
+
+    def _list_ids(self) -> list[str]:
+        found = []
+        try:
+            paths = list(self.root.glob(f"*{_SUFFIX}"))
+        except FileNotFoundError:
+            return []
+        for path in paths:
+            data = _read_or_none(path)
+            if data is None:
+                continue  # deleted meanwhile
+            found.append(_decode_as(_JSON_FILE, _MSGPACK_FILE, data, path,
+                                    "malformed session envelope").session_id)
+        return sorted(found)
+
     # -- worker-thread side (each holds the cross-process lock for its whole check-and-act) --
 
     def _compare_and_write(

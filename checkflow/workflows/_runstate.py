@@ -200,3 +200,25 @@ def _request_from_state(
         response_type=response_type,
         source_executor_id=raw["source_executor_id"],
     )
+
+
+def read_facts(record: SnapshotRecord, decode_part: Callable[[str, str, bytes], Any]
+               ) -> dict[str, Any]:
+    """The facts ``inspect_snapshot`` shows, read from a record's parts by ``decode_part``
+    (the exact codec or the inspection decode): the only other reader of this layout.
+
+    Keys: ``status``, ``superstep``, ``shared_state``, ``outputs`` and ``requests`` (the
+    stored request mappings by id).
+    """
+    parts = record.parts
+
+    def part(bucket: str, key: str) -> Any:
+        return decode_part(bucket, key, parts[bucket][key])
+
+    return {
+        "status": part("workflow_state", "status"),
+        "superstep": part("workflow_state", "superstep"),
+        "shared_state": part(*SHARED) if SHARED[1] in parts["workflow_state"] else {},
+        "outputs": part(*OUTPUT),
+        "requests": part("messages", "pending")["requests"],
+    }

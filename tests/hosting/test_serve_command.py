@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from checkflow.cli import main
-from checkflow.hosting._serve import load_object
-from checkflow.hosting._storage_url import COSMOS_SETTINGS
+from checkflow.cli._serve import load_object
+from checkflow.cli._storage_url import COSMOS_SETTINGS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -21,7 +21,7 @@ def test_a_target_is_loaded_by_module_and_attribute() -> None:
 def test_an_adapter_named_by_its_class_is_instantiated() -> None:
     from test_native_api import EchoAdapter
 
-    from checkflow.hosting._serve import _adapters
+    from checkflow.cli._serve import _adapters
 
     (adapter,) = _adapters(["native", "test_native_api:EchoAdapter"])
     assert isinstance(adapter, EchoAdapter)

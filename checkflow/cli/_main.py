@@ -18,16 +18,16 @@ from typing import Any
 import msgspec
 
 from checkflow.checkpoints import Checkpoint
+from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
+from checkflow.cli._tree import render_tree
 from checkflow.errors import CheckflowError
-from checkflow.hosting._engine import inspected_requests
-from checkflow.hosting._inspect import (
+from checkflow.hosting import (
     checkpoint_export,
     checkpoint_summary,
-    inspect_state,
-    render_tree,
+    jsonable,
+    snapshot_summary,
 )
-from checkflow.hosting._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
-from checkflow.hosting._views import jsonable, snapshot_summary
+from checkflow.workflows import inspect_snapshot
 
 __all__ = ["main"]
 
@@ -75,7 +75,13 @@ def _print_json(value: Any) -> None:
 
 def _pending(checkpoint: Checkpoint) -> list[Any]:
     head = checkpoint.head_snapshot
-    return [] if head is None else jsonable(inspected_requests(inspect_state(head)))
+    if head is None:
+        return []
+    return [
+        {"request_id": r.request_id, "source_executor_id": r.source_executor_id,
+         "data": jsonable(r.data), "response_type": r.response_type_name}
+        for r in inspect_snapshot(head).pending_requests.values()
+    ]
 
 
 def _show(checkpoint: Checkpoint, as_json: bool) -> None:
@@ -149,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from checkflow.hosting._serve import serve
+            from checkflow.cli._serve import serve  # needs uvicorn: only `serve` pays for it
 
             asyncio.run(serve(args.target, host=args.host, port=args.port, storage=args.storage,
                               adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
