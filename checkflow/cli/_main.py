@@ -24,6 +24,7 @@ from checkflow.errors import CheckflowError
 from checkflow.hosting import (
     checkpoint_export,
     checkpoint_summary,
+    conversation_head,
     jsonable,
     snapshot_summary,
 )
@@ -91,10 +92,11 @@ def _show(checkpoint: Checkpoint, as_json: bool) -> None:
         _print_json(summary)
         return
     for key in ("checkpoint_id", "workflow_name", "graph_signature_hash", "head_snapshot_id",
-                "status", "snapshot_count"):
-        print(f"{key + ':':22}{summary[key]}")
-    print(f"{'tips:':22}{', '.join(summary['tips'])}")
-    print(f"{'pending_requests:':22}{len(summary['pending_requests'])}")
+                "storage_head_snapshot_id", "status", "snapshot_count"):
+        if key in summary:
+            print(f"{key + ':':26}{summary[key]}")
+    print(f"{'tips:':26}{', '.join(summary['tips'])}")
+    print(f"{'pending_requests:':26}{len(summary['pending_requests'])}")
     for request in summary["pending_requests"]:
         print(f"  - {_describe_request(request)}")
 
@@ -146,7 +148,12 @@ async def _checkpoints(args: argparse.Namespace) -> int:
             else:
                 print(f"removed {len(removed)} snapshot(s)" + "".join(f"\n  {r}" for r in removed))
         else:
-            _ON_CHECKPOINT[args.action](await storage.load(args.checkpoint_id), args.json)
+            checkpoint = await storage.load(args.checkpoint_id)
+            hosted = await conversation_head(stores.session_store, args.checkpoint_id)
+            if hosted is not None and hosted.head_snapshot_id != checkpoint.head_snapshot_id:
+                # the conversation's head is the truth (storage's is ahead after a failed turn)
+                checkpoint.restart_from(hosted.head_snapshot_id)
+            _ON_CHECKPOINT[args.action](checkpoint, args.json)
     return 0
 
 

@@ -21,7 +21,8 @@ from checkflow.hosting._inspect import (
     inspect_state,
     snapshot_detail,
 )
-from checkflow.hosting._protocol import Host, HostDescription
+from checkflow.hosting._lookup import ConversationHead, conversation_head
+from checkflow.hosting._protocol import Host, HostDescription, RunOptions
 from checkflow.hosting._records import RecordStore, StoredRecord
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._runs import HostedRun
@@ -54,6 +55,7 @@ __all__ = [
     "AgentHost",
     "AgentRunStream",
     "Authenticate",
+    "ConversationHead",
     "ConversationState",
     "Host",
     "HostDescription",
@@ -63,11 +65,13 @@ __all__ = [
     "HttpError",
     "RecordStore",
     "ResumeToken",
+    "RunOptions",
     "ServerSentEvent",
     "StoredRecord",
     "WorkflowHost",
     "checkpoint_export",
     "checkpoint_summary",
+    "conversation_head",
     "convert_body",
     "create_app",
     "describe_error",

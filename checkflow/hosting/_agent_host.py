@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, overload
+from typing import Any, Literal, Unpack, overload
 
 from checkflow.agents import (
     Agent,
@@ -36,7 +36,7 @@ from checkflow.errors import (
 from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._keys import AGENT_SESSION_KEY, ConversationKey
 from checkflow.hosting._lease import ConversationLease
-from checkflow.hosting._protocol import HostDescription
+from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._runs import ActiveRun, HostedRun
 from checkflow.hosting._target import Resolver
@@ -89,18 +89,14 @@ class AgentHost(HostBase):
 
     @overload
     async def run(
-        self, conversation_id: str, messages: None = None, *, message: Any = None,
-        responses: Mapping[str, Any] | None = None, principal: str | None = None,
-        from_snapshot: str | None = None, resume_token: ResumeToken | None = None,
-        stream: Literal[False] = False,
+        self, conversation_id: str, messages: None = None, *, stream: Literal[False] = False,
+        **options: Unpack[RunOptions],
     ) -> HostedRunResult: ...
 
     @overload
     async def run(
-        self, conversation_id: str, messages: None = None, *, message: Any = None,
-        responses: Mapping[str, Any] | None = None, principal: str | None = None,
-        from_snapshot: str | None = None, resume_token: ResumeToken | None = None,
-        stream: Literal[True],
+        self, conversation_id: str, messages: None = None, *, stream: Literal[True],
+        **options: Unpack[RunOptions],
     ) -> AgentRunStream: ...
 
     async def run(

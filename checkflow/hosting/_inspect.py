@@ -50,7 +50,12 @@ def head_status(checkpoint: Checkpoint) -> str | None:
 
 
 def checkpoint_summary(checkpoint: Checkpoint) -> dict[str, Any]:
-    """Identity, head, head status and size of a checkpoint, JSON-native."""
+    """Identity, head, head status and size of a checkpoint, JSON-native.
+
+    ``head_snapshot_id`` is the checkpoint's working head; where storage's persisted head
+    differs (a conversation positioned at its last good turn), it is shown as
+    ``storage_head_snapshot_id`` too.
+    """
     return {
         "checkpoint_id": checkpoint.checkpoint_id,
         "workflow_name": checkpoint.workflow_name,
@@ -59,6 +64,8 @@ def checkpoint_summary(checkpoint: Checkpoint) -> dict[str, Any]:
         "status": head_status(checkpoint),
         "snapshot_count": len(checkpoint.snapshots),
         "tips": [s.snapshot_id for s in checkpoint.tips()],
+        **({"storage_head_snapshot_id": checkpoint.persisted_head_snapshot_id}
+           if checkpoint.persisted_head_snapshot_id != checkpoint.head_snapshot_id else {}),
     }
 
 

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Protocol,
+    TypedDict,
+    Unpack,
+    overload,
+    runtime_checkable,
+)
 
 if TYPE_CHECKING:
     from checkflow.checkpoints import Checkpoint
@@ -18,7 +27,17 @@ if TYPE_CHECKING:
     from checkflow.hosting._runs import HostedRun
     from checkflow.workflows import WorkflowEvent
 
-__all__ = ["Host", "HostDescription"]
+__all__ = ["Host", "HostDescription", "RunOptions"]
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword arguments of ``Host.run`` besides ``stream`` (all optional)."""
+
+    message: Any
+    responses: Mapping[str, Any] | None
+    principal: str | None
+    from_snapshot: str | None
+    resume_token: ResumeToken | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,28 +70,13 @@ class Host(Protocol):
 
     @overload
     async def run(
-        self,
-        conversation_id: str,
-        *,
-        message: Any = None,
-        responses: Mapping[str, Any] | None = None,
-        principal: str | None = None,
-        from_snapshot: str | None = None,
-        resume_token: ResumeToken | None = None,
-        stream: Literal[False] = False,
+        self, conversation_id: str, *, stream: Literal[False] = False,
+        **options: Unpack[RunOptions],
     ) -> HostedRunResult: ...
 
     @overload
     async def run(
-        self,
-        conversation_id: str,
-        *,
-        message: Any = None,
-        responses: Mapping[str, Any] | None = None,
-        principal: str | None = None,
-        from_snapshot: str | None = None,
-        resume_token: ResumeToken | None = None,
-        stream: Literal[True],
+        self, conversation_id: str, *, stream: Literal[True], **options: Unpack[RunOptions]
     ) -> HostedRun: ...
 
     async def run(

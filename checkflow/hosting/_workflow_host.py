@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, overload
+from typing import Any, Literal, Unpack, overload
 
 from checkflow.agents import (
     CHECKPOINT_KEY,
@@ -37,7 +37,7 @@ from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._hosted_stream import HostedRunStream
 from checkflow.hosting._keys import GENERATION_KEY, ConversationKey
 from checkflow.hosting._lease import ConversationLease
-from checkflow.hosting._protocol import HostDescription
+from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._target import Resolver
 from checkflow.sessions import SessionStore
@@ -50,20 +50,10 @@ from checkflow.workflows import (
     inspect_snapshot,
 )
 
-__all__ = ["HostedRunStream", "RunOptions", "WorkflowHost"]
+__all__ = ["HostedRunStream", "WorkflowHost"]
 
 SignatureMismatchPolicy = Literal["reject", "new_checkpoint"]
 _CHECKPOINT = CHECKPOINT_KEY
-
-
-class RunOptions(TypedDict, total=False):
-    """The keyword arguments of ``WorkflowHost.run`` besides ``stream`` (all optional)."""
-
-    message: Any
-    responses: Mapping[str, Any] | None
-    principal: str | None
-    from_snapshot: str | None
-    resume_token: ResumeToken | None
 
 
 @dataclass(slots=True)
@@ -143,18 +133,13 @@ class WorkflowHost(HostBase):
 
     @overload
     async def run(
-        self, conversation_id: str, *, message: Any = None,
-        responses: Mapping[str, Any] | None = None, principal: str | None = None,
-        from_snapshot: str | None = None, resume_token: ResumeToken | None = None,
-        stream: Literal[False] = False,
+        self, conversation_id: str, *, stream: Literal[False] = False,
+        **options: Unpack[RunOptions],
     ) -> HostedRunResult: ...
 
     @overload
     async def run(
-        self, conversation_id: str, *, message: Any = None,
-        responses: Mapping[str, Any] | None = None, principal: str | None = None,
-        from_snapshot: str | None = None, resume_token: ResumeToken | None = None,
-        stream: Literal[True],
+        self, conversation_id: str, *, stream: Literal[True], **options: Unpack[RunOptions]
     ) -> HostedRunStream: ...
 
     async def run(

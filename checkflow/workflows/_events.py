@@ -10,7 +10,7 @@ for what came after the last sequence it saw.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,19 +33,25 @@ __all__ = [
 ]
 
 
-_UNSTAMPED = datetime.min
-
-
 @dataclass(slots=True)
 class WorkflowEvent:
     """Base class of every event; subclass it for custom events sent with ``ctx.add_event``.
 
-    ``sequence`` and ``timestamp`` are set by the run when it emits the event (0 and
-    ``datetime.min`` before that); they take no part in equality.
+    ``sequence`` and ``timestamp`` are set by the run when it emits the event (0, and the
+    epoch, before that); they take no part in equality.
     """
 
     sequence: int = field(default=0, kw_only=True, compare=False)
-    timestamp: datetime = field(default=_UNSTAMPED, kw_only=True, compare=False, repr=False)
+    _time: float = field(default=0.0, kw_only=True, compare=False, repr=False)
+
+    @property
+    def timestamp(self) -> datetime:
+        """When the run emitted the event, in UTC (stamped cheaply, shown as a datetime)."""
+        return datetime.fromtimestamp(self._time, UTC)
+
+    @timestamp.setter
+    def timestamp(self, value: datetime) -> None:
+        self._time = value.timestamp()
 
 
 @dataclass(slots=True)

@@ -39,31 +39,31 @@ CallNext = Callable[[], Awaitable[T]]
 
 
 @dataclass(frozen=True, slots=True)
-class RunInfo:
-    """One ``run()`` call: which workflow, which checkpoint, and the head it starts from."""
-
+class _Info:
     workflow_name: str
     checkpoint_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo(_Info):
+    """One ``run()`` call: which workflow, which checkpoint, and the head it starts from."""
+
     head_snapshot_id: str | None
     kind: str  # "message", "responses" or "resume"
 
 
 @dataclass(frozen=True, slots=True)
-class SuperstepInfo:
+class SuperstepInfo(_Info):
     """One superstep (``superstep`` is the lifetime counter along the lineage)."""
 
-    workflow_name: str
-    checkpoint_id: str
     superstep: int
     executor_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class ExecutorInfo:
+class ExecutorInfo(_Info):
     """One executor's invocation in a superstep, with the types of what it is handed."""
 
-    workflow_name: str
-    checkpoint_id: str
     superstep: int
     executor_id: str
     executor_type: str
@@ -71,11 +71,9 @@ class ExecutorInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class CommitInfo:
+class CommitInfo(_Info):
     """A snapshot about to be committed: its boundary and the parent it will attach to."""
 
-    workflow_name: str
-    checkpoint_id: str
     boundary: str
     superstep: int
     parent_snapshot_id: str | None

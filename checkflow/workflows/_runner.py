@@ -11,9 +11,9 @@ storage, never moves a head, and nothing of it stays reachable from the Workflow
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, active_run
@@ -185,11 +185,12 @@ class Runner:
             by_target.setdefault(delivery["target"], []).append(delivery)
         run.deliveries = []
 
+        if not self._interceptors:
+            return await self._deliver(by_target, number)
+
         async def superstep() -> None:
             await self._deliver(by_target, number)
 
-        if not self._interceptors:
-            return await superstep()
         info = SuperstepInfo(self._wf.name, self._checkpoint.checkpoint_id, number,
                              tuple(by_target))
         await chain(self._interceptors, "superstep", info, superstep)()
@@ -236,13 +237,13 @@ class Runner:
         spec = self._plan.spec(executor_id)
         await self.emit(ExecutorInvokedEvent(executor_id, number))
 
-        async def handle() -> None:
-            await self._handle(spec, executor_id, items)
-
         try:
             if not self._interceptors:
-                await handle()
+                await self._handle(spec, executor_id, items)
             else:
+                async def handle() -> None:
+                    await self._handle(spec, executor_id, items)
+
                 info = ExecutorInfo(
                     self._wf.name, self._checkpoint.checkpoint_id, number, executor_id,
                     type(spec.executor).__qualname__,
@@ -291,8 +292,8 @@ class Runner:
         metadata = {"boundary": boundary, "superstep": run.superstep, "status": run.status.value}
         state = run.export(self._wf.type_ref)
 
-        async def direct() -> CheckpointSnapshot:
-            return await checkpoint.commit_snapshot(state=state, metadata=metadata)
+        def direct() -> Awaitable[CheckpointSnapshot]:
+            return checkpoint.commit_snapshot(state=state, metadata=metadata)
 
         commit: Callable[[], Awaitable[CheckpointSnapshot]] = direct
 
@@ -352,7 +353,7 @@ class Runner:
     async def emit(self, event: WorkflowEvent) -> None:
         self._sequence += 1
         event.sequence = self._sequence
-        event.timestamp = datetime.now(UTC)
+        event._time = time.time()
         self._events.append(event)
         if self._sink is not None:
             await self._sink(event)

@@ -63,3 +63,20 @@ def test_the_readme_documents_every_cosmos_setting() -> None:
     text = README.read_text()
     assert "## Serving" in text
     assert [name for name in COSMOS_SETTINGS if f"`{name}`" not in text] == []
+
+
+async def test_connections_accepted_by_the_served_app_have_tcp_nodelay() -> None:
+    import socket
+
+    import httpx
+    from hosting_flows import build
+    from served import served
+
+    from checkflow.hosting import WorkflowHost, create_app
+
+    async with served(create_app(WorkflowHost(build()))) as (url, server), \
+            httpx.AsyncClient(base_url=url) as client:
+        assert (await client.get("/healthz")).status_code == 200  # keeps the connection open
+        (connection,) = server.server_state.connections
+        accepted = connection.transport.get_extra_info("socket")
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
