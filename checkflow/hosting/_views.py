@@ -157,10 +157,16 @@ def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
 
 
 def event_view(event: Any) -> dict[str, Any]:
-    """A workflow event as ``{"type": <class name>, ...its fields}`` (requests as in bodies)."""
+    """A workflow event as ``{"type": <class name>, "sequence", "timestamp", ...its fields}``
+    (requests as in bodies; the timestamp in ISO 8601, UTC)."""
     body: dict[str, Any] = {"type": type(event).__name__}
+    stamp = getattr(event, "timestamp", None)
+    if stamp is not None:
+        body["timestamp"] = stamp.isoformat()
     fields = dataclasses.fields(event) if dataclasses.is_dataclass(event) else ()
     for f in fields:
+        if f.name.startswith("_"):
+            continue
         value = getattr(event, f.name)
         body[f.name] = pending_view(value) if _is_pending(value) else jsonable(value)
     return body

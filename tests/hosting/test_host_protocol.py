@@ -193,3 +193,13 @@ async def test_an_agent_host_has_no_checkpoints_or_requests() -> None:
         await host.run("c", message="hi", from_snapshot="s-1")
     with pytest.raises(ValueError, match="no pending requests"):
         await host.run("c", responses={"r": True})
+
+
+async def test_an_event_is_shown_with_its_sequence_and_iso_timestamp(host: WorkflowHost) -> None:
+    from checkflow.hosting._views import event_view
+
+    result = await host.run("c", message="x")
+    assert result.result is not None
+    shown = event_view(result.result.events[0])
+    assert shown["sequence"] == 1 and "_time" not in shown
+    assert shown["timestamp"].endswith("+00:00")
