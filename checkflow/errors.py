@@ -32,6 +32,8 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
         ├── InvalidMessageError             a message fits no input type of the start (HTTP 422)
         ├── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
         ├── NoCheckpointsError              this host keeps no checkpoints (an AgentHost)
+        ├── InvalidConversationIdError      empty, too long, or not valid UTF-8 (HTTP 400/414)
+        ├── ConversationLimitError          a per-conversation limit was reached (HTTP 409)
         └── AdapterConflictError            two adapters (or one and the native API) share a path
 
 Errors carry the facts needed to act on them as attributes and say them in one sentence.
@@ -53,12 +55,14 @@ __all__ = [
     "CheckpointNotFoundError",
     "CommitOutcomeUnknownError",
     "ConversationBusyError",
+    "ConversationLimitError",
     "ConversationNotFoundError",
     "CorruptCheckpointError",
     "CorruptSessionError",
     "GraphSignatureMismatchError",
     "HostingError",
     "InterceptorError",
+    "InvalidConversationIdError",
     "InvalidMessageError",
     "InvalidResponseError",
     "NoCheckpointsError",
@@ -391,3 +395,33 @@ class AdapterConflictError(HostingError, ValueError):
         super().__init__(f"{first} and {second} overlap: {detail}")
         self.first = first
         self.second = second
+
+
+class InvalidConversationIdError(HostingError, ValueError):
+    """A conversation id that cannot name a conversation: empty, too long or not UTF-8.
+
+    ``too_long`` is set when only its length is the problem (HTTP 414; else 400).
+    """
+
+    def __init__(self, reason: str, *, too_long: bool = False) -> None:
+        super().__init__(f"invalid conversation id: {reason}")
+        self.reason = reason
+        self.too_long = too_long
+
+
+class ConversationLimitError(HostingError):
+    """A per-conversation limit of the host was reached; ``limit`` names it (HTTP 409).
+
+    ``limit`` is ``"pending_requests"`` (answer some first) or ``"snapshots"`` (prune the
+    checkpoint first); ``maximum`` is the configured bound and ``actual`` what is there.
+    """
+
+    def __init__(self, conversation_id: str, *, limit: str, maximum: int, actual: int,
+                 hint: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} has {actual} {limit.replace('_', ' ')} "
+            f"(the limit is {maximum}): {hint}")
+        self.conversation_id = conversation_id
+        self.limit = limit
+        self.maximum = maximum
+        self.actual = actual

@@ -189,10 +189,6 @@ class AgentHost(HostBase):
         if not existed:
             raise ConversationNotFoundError(conversation_id)
 
-    async def check_ready(self) -> None:
-        """Raise if the session store cannot be reached."""
-        await self.session_store.get("checkflow-readiness-probe")
-
 
 class AgentRunStream(HostedRun):
     """A streamed agent turn as ``Host`` events: one ``AgentRunUpdateEvent`` per update, then

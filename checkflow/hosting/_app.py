@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from checkflow.errors import CheckflowError
+from checkflow.errors import CheckflowError, InvalidConversationIdError
 from checkflow.hosting._adapter import Adapter, adapter_exception_handlers, adapter_prefixes
 from checkflow.hosting._agent_host import AgentHost
 from checkflow.hosting._factory import Authenticate, request_principal
@@ -110,7 +110,13 @@ class _EncodedNativePaths:
 
 
 def _param(request: Request, name: str) -> str:
-    return urllib.parse.unquote(str(request.path_params[name]))
+    """A path parameter, percent-decoded strictly: bytes that are not UTF-8 are refused."""
+    try:
+        return urllib.parse.unquote_to_bytes(str(request.path_params[name])).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidConversationIdError(
+            f"{name} is not valid percent-encoded UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def _conversation_id(request: Request) -> str:
@@ -244,6 +250,7 @@ NATIVE_EXCEPTION_HANDLERS: dict[Any, Any] = {
     HttpError: _mapped_error,
     CheckflowError: _mapped_error,
     ValueError: _mapped_error,
+    OSError: _mapped_error,  # a store's fault: a typed 503, never a traceback per request
     Exception: _mapped_error,
 }
 """The native API's one error mapping, also the default of every adapter's sub-app."""

@@ -8,6 +8,7 @@ here once. This module must never run a workflow or an agent itself.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
@@ -16,12 +17,14 @@ from checkflow.hosting._keys import CONVERSATION_KEY, ConversationKey
 from checkflow.hosting._lease import LeaseManager, new_owner_id
 from checkflow.hosting._records import RecordStore
 from checkflow.hosting._runs import RunRegistry, empty
-from checkflow.sessions import InMemorySessionStore, SessionStore
+from checkflow.sessions import AgentSession, InMemorySessionStore, SessionStore
 from checkflow.workflows import WorkflowEvent
 
 __all__ = ["HostBase", "shielded"]
 
 T = TypeVar("T")
+READY_CACHE_SECONDS = 2.0
+_PROBE = "checkflow-readiness-probe"
 
 
 class HostBase:
@@ -44,6 +47,8 @@ class HostBase:
             self.session_store, owner=new_owner_id(), lease_seconds=lease_seconds,
             renew_seconds=renew_seconds)
         self._runs = RunRegistry()
+        self._ready_at: float | None = None
+        self._ready_error: Exception | None = None
 
     def _holds_conversation(self, state: dict[str, Any]) -> bool:
         """Whether a conversation session's state holds a conversation to show."""
@@ -86,6 +91,26 @@ class HostBase:
         """
         active = self._runs.get(ConversationKey(principal, conversation_id))
         return empty() if active is None else active.follow(after)
+
+    async def check_ready(self) -> None:
+        """Raise if the stores cannot be read and written (a cheap write probe, whose
+        outcome is kept for ``READY_CACHE_SECONDS`` so a busy readiness probe costs nothing)."""
+        now = time.monotonic()
+        if self._ready_at is not None and now - self._ready_at < READY_CACHE_SECONDS:
+            if self._ready_error is not None:
+                raise self._ready_error
+            return
+        try:
+            probe = AgentSession(_PROBE, {"probe": True})
+            await self.session_store.set(probe)
+            await self._probe_more()
+        except Exception as exc:
+            self._ready_at, self._ready_error = now, exc
+            raise
+        self._ready_at, self._ready_error = now, None
+
+    async def _probe_more(self) -> None:
+        """What else a host must reach to be ready (its checkpoint storage, say)."""
 
     def records(self, namespace: str) -> RecordStore:
         """Durable, principal-scoped records in this host's session store (for adapters)."""

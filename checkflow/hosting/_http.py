@@ -8,6 +8,7 @@ lives here and nowhere else. This module must never run a workflow.
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 from typing import Any, TypeVar
@@ -19,9 +20,14 @@ from starlette.responses import Response
 from checkflow.errors import (
     CheckpointConflictError,
     CheckpointInUseError,
+    CommitOutcomeUnknownError,
     ConversationBusyError,
+    ConversationLimitError,
     ConversationNotFoundError,
+    CorruptCheckpointError,
+    CorruptSessionError,
     GraphSignatureMismatchError,
+    InvalidConversationIdError,
     InvalidMessageError,
     InvalidResponseError,
     SnapshotNotFoundError,
@@ -174,11 +180,39 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
         return 404, "conversation_not_found", {}, {}
     if isinstance(exc, SnapshotNotFoundError):
         return 404, "snapshot_not_found", {"snapshot_id": exc.snapshot_id}, {}
+    if isinstance(exc, InvalidConversationIdError):
+        if exc.too_long:
+            return 414, "conversation_id_too_long", {}, {}
+        return 400, "invalid_conversation_id", {}, {}
+    if isinstance(exc, ConversationLimitError):
+        limits = {"limit": exc.limit, "maximum": exc.maximum, "actual": exc.actual}
+        return 409, f"{exc.limit}_limit", limits, {}
     if isinstance(exc, InvalidMessageError):
         return 422, "invalid_message", {"accepted_types": exc.accepted_types}, {}
+    storage = _storage_fault(exc)
+    if storage is not None:
+        _log.warning("storage fault while serving a request: %s: %s", type(exc).__name__, exc)
+        return 503, storage[0], storage[1], {"Retry-After": "1"}
     if isinstance(exc, InvalidResponseError):
         return 422, "invalid_response", {"request_id": exc.request_id}, {}
     raise exc
+
+
+_OS_FAULTS = {errno.ENOSPC: "storage_full", errno.EDQUOT: "storage_full",
+              errno.EROFS: "storage_read_only"}
+
+
+def _storage_fault(exc: BaseException) -> tuple[str, dict[str, Any]] | None:
+    """(code, details) when ``exc`` is a fault of the stores, never the client's."""
+    if isinstance(exc, CorruptCheckpointError):
+        return "checkpoint_corrupt", {"source": exc.source}
+    if isinstance(exc, CorruptSessionError):
+        return "session_corrupt", {"source": exc.source}
+    if isinstance(exc, CommitOutcomeUnknownError):
+        return "storage_unavailable", {}
+    if isinstance(exc, OSError):
+        return _OS_FAULTS.get(exc.errno or 0, "storage_unavailable"), {}
+    return None
 
 
 def describe_error(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:

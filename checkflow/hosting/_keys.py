@@ -15,10 +15,13 @@ from typing import Final
 
 import msgspec
 
+from checkflow.errors import InvalidConversationIdError
+
 __all__ = [
     "AGENT_SESSION_KEY",
     "CONVERSATION_KEY",
     "GENERATION_KEY",
+    "MAX_CONVERSATION_ID_LENGTH",
     "ConversationKey",
 ]
 
@@ -29,6 +32,8 @@ GENERATION_KEY: Final = "generation"
 AGENT_SESSION_KEY: Final = "agent_session"
 """``state[AGENT_SESSION_KEY]``: an ``AgentHost`` conversation's own ``AgentSession``."""
 _SESSION_PREFIX: Final = "conversation-"
+MAX_CONVERSATION_ID_LENGTH: Final = 512
+"""The longest conversation id (in characters) a host accepts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,15 @@ class ConversationKey:
 
     principal: str | None
     conversation_id: str
+
+    def __post_init__(self) -> None:
+        cid = self.conversation_id
+        if not cid:
+            raise InvalidConversationIdError("it is empty")
+        if len(cid) > MAX_CONVERSATION_ID_LENGTH:
+            raise InvalidConversationIdError(
+                f"it has {len(cid)} characters; the limit is {MAX_CONVERSATION_ID_LENGTH}",
+                too_long=True)
 
     @property
     def digest(self) -> str:

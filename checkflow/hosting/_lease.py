@@ -24,6 +24,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from checkflow.errors import (
@@ -34,7 +35,14 @@ from checkflow.errors import (
 from checkflow.hosting._keys import ConversationKey
 from checkflow.sessions import AgentSession, SessionStore
 
-__all__ = ["BusySet", "ConversationLease", "LeaseManager", "new_owner_id"]
+__all__ = [
+    "BusySet",
+    "ConversationLease",
+    "LeaseManager",
+    "new_owner_id",
+    "owner_is_gone",
+    "process_identity",
+]
 
 _log = logging.getLogger("checkflow.hosting")
 
@@ -46,6 +54,38 @@ SessionUpdate = Callable[[dict[str, Any]], None]
 def new_owner_id() -> str:
     """A lease owner id unique to this host object: host name, process id and a random part."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def process_identity(pid: int) -> str | None:
+    """What tells process ``pid`` on this machine from any other, ever: the boot id and the
+    process's start time (so a reused pid is another process). ``None`` if it is not running
+    or the system does not say (then liveness is never assumed gone)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+    return f"{boot}:{fields[19]}"  # field 22 of stat: the start time in clock ticks
+
+
+_HOST = socket.gethostname()
+_SELF = process_identity(os.getpid())
+
+
+def owner_is_gone(lease: dict[str, Any]) -> bool:
+    """Whether a lease's owner is a process of THIS machine that no longer runs.
+
+    Only a process on the same host can be seen to be dead; a lease of another host, or of a
+    process whose identity this system does not expose, is waited out (or unlocked by an
+    operator).
+    """
+    if lease.get("host") != _HOST or _SELF is None:
+        return False
+    pid, identity = lease.get("pid"), lease.get("process")
+    if not isinstance(pid, int) or not isinstance(identity, str):
+        return False
+    return process_identity(pid) != identity
 
 
 class BusySet:
@@ -206,7 +246,8 @@ class LeaseManager:
             if session is None:
                 return False
             lease = session.state.get(LEASE_KEY)
-            if not isinstance(lease, dict) or float(lease.get("expires_at", 0.0)) <= time.time():
+            if not isinstance(lease, dict) or float(lease.get("expires_at", 0.0)) <= time.time(
+            ) or owner_is_gone(lease):
                 return False  # nothing runs (or its owner died): nothing to stop
             if CANCEL_KEY in session.state:
                 return True
@@ -219,15 +260,26 @@ class LeaseManager:
         return False
 
     def new_lease(self) -> dict[str, Any]:
-        """This owner's lease record, expiring ``lease_seconds`` from now."""
-        return {"owner": self.owner, "expires_at": time.time() + self.lease_seconds}
+        """This owner's lease record, expiring ``lease_seconds`` from now.
+
+        It names the host, process id and process identity too, so a restarted server on the
+        same machine sees at once that the owner died and need not wait the lease out.
+        """
+        return {"owner": self.owner, "expires_at": time.time() + self.lease_seconds,
+                "host": _HOST, "pid": os.getpid(), "process": _SELF}
 
     def foreign_lease_remaining(self, session: AgentSession) -> float:
-        """Seconds left on a lease held by another owner (0 when none or expired)."""
+        """Seconds left on a lease held by another, living owner (0 when none, expired, or
+        its owner is a process of this machine that is gone)."""
         lease = session.state.get(LEASE_KEY)
         if not isinstance(lease, dict) or lease.get("owner") == self.owner:
             return 0.0
-        return max(0.0, float(lease.get("expires_at", 0.0)) - time.time())
+        remaining = max(0.0, float(lease.get("expires_at", 0.0)) - time.time())
+        if remaining and owner_is_gone(lease):
+            _log.warning("conversation session %r: lease owner %s is gone; taking over",
+                         session.session_id, lease.get("owner"))
+            return 0.0
+        return remaining
 
     async def acquire(self, key: ConversationKey, *, create: bool = True) -> ConversationLease:
         """Claim ``key`` in this process, then record a lease in its session.

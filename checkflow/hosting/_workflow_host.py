@@ -26,6 +26,7 @@ from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointSto
 from checkflow.errors import (
     CheckflowError,
     CheckpointNotFoundError,
+    ConversationLimitError,
     ConversationNotFoundError,
     GraphSignatureMismatchError,
     InvalidMessageError,
@@ -48,6 +49,7 @@ from checkflow.workflows import (
     Workflow,
     WorkflowRunResult,
     inspect_snapshot,
+    pending_request_ids,
 )
 
 __all__ = ["HostedRunStream", "WorkflowHost"]
@@ -77,6 +79,15 @@ class WorkflowHost(HostBase):
     conversations afresh (the old checkpoint is kept) instead of refusing them with
     ``GraphSignatureMismatchError``. ``interceptors`` wrap every run the host makes (see
     ``checkflow.workflows.Interceptor``); leases are described on ``HostBase``.
+
+    Limits keep one conversation's cost bounded (``None`` turns one off): a new message to a
+    conversation with ``max_pending_requests`` unanswered requests, and any run on a
+    checkpoint holding ``max_snapshots`` snapshots, are refused with
+    ``ConversationLimitError`` (HTTP 409 ``pending_requests_limit`` / ``snapshots_limit``)
+    before anything runs: answer requests, or prune the checkpoint
+    (``checkpoints prune`` removes every branch off the conversation's lineage), first. A
+    conversation whose own lineage reaches ``max_snapshots`` can only start afresh (delete
+    it) or be given a higher limit: lineage is never rewritten.
     """
 
     def __init__(
@@ -89,6 +100,8 @@ class WorkflowHost(HostBase):
         lease_seconds: float = 300.0,
         renew_seconds: float | None = None,
         interceptors: Sequence[Interceptor] = (),
+        max_pending_requests: int | None = 1_000,
+        max_snapshots: int | None = 10_000,
     ) -> None:
         if on_signature_mismatch not in ("reject", "new_checkpoint"):
             raise ValueError(
@@ -101,6 +114,8 @@ class WorkflowHost(HostBase):
         )
         self.on_signature_mismatch = on_signature_mismatch
         self.interceptors: tuple[Interceptor, ...] = tuple(interceptors)
+        self.max_pending_requests = max_pending_requests
+        self.max_snapshots = max_snapshots
         self._workflow: Resolver[Workflow] = Resolver(
             target, is_instance=lambda t: isinstance(t, Workflow), what="Workflow"
         )
@@ -176,6 +191,7 @@ class WorkflowHost(HostBase):
                 raise InvalidMessageError(
                     f"conversation {conversation_id!r} has nothing to resume; send a message"
                 )
+            self._check_limits(prepared.checkpoint, conversation_id, message is not None)
             inner = workflow.run(
                 message, checkpoint=prepared.checkpoint, stream=True,
                 responses=None if responses is None else dict(responses),
@@ -187,6 +203,22 @@ class WorkflowHost(HostBase):
         if stream:
             return hosted
         return await shielded(hosted.get_result())
+
+    def _check_limits(self, checkpoint: Checkpoint, conversation_id: str, new_input: bool
+                      ) -> None:
+        most = self.max_snapshots
+        if most is not None and len(checkpoint.snapshots) >= most:
+            raise ConversationLimitError(
+                conversation_id, limit="snapshots", maximum=most,
+                actual=len(checkpoint.snapshots),
+                hint=f"prune checkpoint {checkpoint.checkpoint_id!r} to continue")
+        most, head = self.max_pending_requests, checkpoint.head_snapshot
+        if most is not None and new_input and head is not None:
+            pending = len(pending_request_ids(head))
+            if pending >= most:
+                raise ConversationLimitError(
+                    conversation_id, limit="pending_requests", maximum=most, actual=pending,
+                    hint="answer pending requests before sending new input")
 
     async def _prepare(
         self,
@@ -252,6 +284,8 @@ class WorkflowHost(HostBase):
                 await self.checkpoint_storage.load(checkpoint_id)
             except CheckpointNotFoundError:
                 break
+            with contextlib.suppress(CheckflowError):  # the dead owner's unreferenced attempt
+                await self.checkpoint_storage.delete(checkpoint_id)
             generation += 1
             checkpoint_id = key.checkpoint_id(generation)
         checkpoint = workflow.create_checkpoint(
@@ -298,9 +332,13 @@ class WorkflowHost(HostBase):
         """End the lease after a run that did not finish (cancelled, conflict, storage error).
 
         The conversation keeps its good head; an unfinished first run moves the generation
-        on, so the next attempt never collides with whatever that run left in the storage.
+        on, so the next attempt never collides with whatever that run left in the storage,
+        and what it left is deleted (no orphan checkpoint stays behind).
         """
         bump = 1 if prepared.good_head is None else 0
+        if bump and prepared.checkpoint.persisted_head_snapshot_id is not None:
+            with contextlib.suppress(CheckflowError):
+                await self.checkpoint_storage.delete(prepared.checkpoint.checkpoint_id)
 
         def update(state: dict[str, Any]) -> None:
             state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)),
@@ -372,8 +410,6 @@ class WorkflowHost(HostBase):
         with contextlib.suppress(CheckpointNotFoundError):
             await self.checkpoint_storage.delete(ref.checkpoint_id)
 
-    async def check_ready(self) -> None:
-        """Raise if the session store or the checkpoint storage cannot be reached."""
-        await self.session_store.get("checkflow-readiness-probe")
+    async def _probe_more(self) -> None:
         with contextlib.suppress(CheckpointNotFoundError):
             await self.checkpoint_storage.load("checkflow-readiness-probe")

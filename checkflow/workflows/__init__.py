@@ -30,7 +30,12 @@ from checkflow.workflows._executor import (
     response_handler,
 )
 from checkflow.workflows._functional import FunctionalContext, step, workflow
-from checkflow.workflows._inspect import PendingRequestView, SnapshotView, inspect_snapshot
+from checkflow.workflows._inspect import (
+    PendingRequestView,
+    SnapshotView,
+    inspect_snapshot,
+    pending_request_ids,
+)
 from checkflow.workflows._interceptors import (
     CommitInfo,
     ExecutorInfo,
@@ -91,6 +96,7 @@ __all__ = [
     "executor",
     "handler",
     "inspect_snapshot",
+    "pending_request_ids",
     "response_handler",
     "response_schema",
     "set_agent_factory",

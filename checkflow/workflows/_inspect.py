@@ -19,14 +19,14 @@ from checkflow import state as codec
 from checkflow.checkpoints import CheckpointSnapshot
 from checkflow.errors import CorruptCheckpointError, StateError
 from checkflow.workflows._results import PendingRequest, RunStatus
-from checkflow.workflows._runstate import read_facts
+from checkflow.workflows._runstate import read_facts, read_pending_ids
 from checkflow.workflows._schema import response_schema
 from checkflow.workflows._typing import builtin_type
 
 if TYPE_CHECKING:
     from checkflow.workflows._workflow import Workflow
 
-__all__ = ["PendingRequestView", "SnapshotView", "inspect_snapshot"]
+__all__ = ["PendingRequestView", "SnapshotView", "inspect_snapshot", "pending_request_ids"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +114,13 @@ def _request(raw: Mapping[str, Any], workflow: Workflow | None) -> PendingReques
         response_type_name=name,
         response_schema=response_schema(response_type) if response_type is not None else {},
     )
+
+
+def pending_request_ids(snapshot: CheckpointSnapshot) -> list[str]:
+    """The ids of the requests pending at ``snapshot`` (cheap: reads only that part)."""
+    try:
+        return read_pending_ids(snapshot.record)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptCheckpointError(
+            f"snapshot {snapshot.snapshot_id!r} is not a workflow run state "
+            f"({type(exc).__name__}: {exc})") from exc

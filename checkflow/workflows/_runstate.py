@@ -32,7 +32,7 @@ from typing import Any
 
 from checkflow.checkpoints import CheckpointSnapshot, EncodedPart, SnapshotRecord
 from checkflow.errors import CorruptCheckpointError
-from checkflow.state import decode
+from checkflow.state import decode, decode_for_inspection
 from checkflow.workflows._results import PendingRequest, RunStatus
 from checkflow.workflows._typing import type_name
 
@@ -222,3 +222,9 @@ def read_facts(record: SnapshotRecord, decode_part: Callable[[str, str, bytes], 
         "outputs": part(*OUTPUT),
         "requests": part("messages", "pending")["requests"],
     }
+
+
+def read_pending_ids(record: SnapshotRecord) -> list[str]:
+    """The ids of the requests pending at a record, decoding nothing else of it."""
+    data = record.parts["messages"]["pending"]
+    return list(decode_for_inspection(data, format=record.format)["requests"])
