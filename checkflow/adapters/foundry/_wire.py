@@ -221,10 +221,10 @@ def _check_replies(request: CreateRequest) -> None:
     if request.messages:
         raise _invalid(f"replies to calls {named} cannot be mixed with new messages; send the "
                        "replies first, then the message with the new response's id", "input")
-    if request.previous_response_id is None:
+    if request.previous_response_id is None and request.conversation is None:
         raise _invalid(f"replies to calls {named} need the previous_response_id of the "
-                       "response that asked for them", "previous_response_id",
-                       "missing_required_parameter")
+                       "response that asked for them (or its conversation)",
+                       "previous_response_id", "missing_required_parameter")
 
 
 def parse_request(body: CreateResponseBody) -> CreateRequest:
