@@ -67,6 +67,7 @@ class ResponseRecord(msgspec.Struct, kw_only=True):
     input_items: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     error: dict[str, Any] | None = None
+    run_started: str | None = None  # the run's first event time: tells its events apart
 
     @property
     def finished(self) -> bool:

@@ -117,6 +117,11 @@ class ResponsesService:
                     param="previous_response_id", code="previous_response_not_found") from None
 
     @staticmethod
+    def _mark(turn: _Turn, record: ResponseRecord) -> None:
+        if turn.primed:
+            record.run_started = turn.primed[0].timestamp.isoformat()
+
+    @staticmethod
     async def _prime(run: Any) -> _Turn:
         events = aiter(run)
         primed: list[WorkflowEvent] = []
@@ -210,6 +215,7 @@ class ResponsesService:
                       record.id)
 
     async def _create_or_close(self, turn: _Turn, record: ResponseRecord) -> str:
+        self._mark(turn, record)
         try:
             return await self.store.create(record)
         except BaseException:
@@ -291,20 +297,34 @@ class ResponsesService:
         record, _ = await self.load(response_id, principal)
         return self._replay(record, principal, after)
 
+    async def _live(self, record: ResponseRecord, principal: str | None
+                    ) -> AsyncIterator[Event]:
+        """The running response's events, re-derived from the host's log of its run."""
+        builder = EventBuilder(record.id)
+        translator = RunTranslator(builder)
+        derived = builder.start(lambda status: body_of(record, [], status))
+        events = self.host.subscribe(record.conversation_id, principal=principal)
+        try:
+            async for event in events:
+                if event.sequence == 1 and event.timestamp.isoformat() != record.run_started:
+                    return  # another run of the conversation: this one is over
+                derived.extend(translator.on_event(event))
+                for out in derived:
+                    yield out
+                derived = []
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+
     async def _replay(self, record: ResponseRecord, principal: str | None, after: int
                       ) -> AsyncIterator[Event]:
         sent = after
         if not record.finished:
-            builder = EventBuilder(record.id)
-            translator = RunTranslator(builder)
-            derived = builder.start(lambda status: body_of(record, [], status))
-            async for event in self.host.subscribe(record.conversation_id, principal=principal):
-                derived.extend(translator.on_event(event))
-                for out in derived:
-                    if out["sequence_number"] > sent:
-                        sent = out["sequence_number"]
-                        yield out
-                derived = []
+            async for out in self._live(record, principal):
+                if out["sequence_number"] > sent:
+                    sent = out["sequence_number"]
+                    yield out
             record = await self._finished(record.id, principal)
         for out in record.events:
             if out["sequence_number"] > sent:
