@@ -37,7 +37,7 @@ from checkflow.hosting import (
     sse_response,
 )
 
-__all__ = ["USER_HEADER", "SESSION_HEADER", "FoundryAdapter", "header_principal"]
+__all__ = ["SESSION_HEADER", "USER_HEADER", "FoundryAdapter", "header_principal"]
 
 USER_HEADER = "x-agent-user-id"
 """The header a Foundry hosted-agent container receives naming the calling user."""
