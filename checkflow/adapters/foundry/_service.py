@@ -40,6 +40,7 @@ __all__ = ["ResponsesService", "body_of"]
 
 _log = logging.getLogger("checkflow.adapters.foundry")
 _WAIT_SECONDS = 10.0
+_FOLLOW_SECONDS = 600.0  # how long a replay follows a run in another process (SSE pings meanwhile)
 
 
 def body_of(record: ResponseRecord, output: list[dict[str, Any]] | None = None,
@@ -277,13 +278,15 @@ class ResponsesService:
                                  param="response_id", code="response_not_found")
         return loaded
 
-    async def _finished(self, response_id: str, principal: str | None) -> ResponseRecord:
-        """The record once its run has ended (awaiting the task here, else polling)."""
+    async def _finished(self, response_id: str, principal: str | None,
+                        seconds: float = _WAIT_SECONDS) -> ResponseRecord:
+        """The record once its run has ended (awaiting the task here, else polling), or as
+        it is after ``seconds``."""
         task = self._tasks.get(response_id)
         if task is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), _WAIT_SECONDS)
-        deadline = time.monotonic() + _WAIT_SECONDS
+                await asyncio.wait_for(asyncio.shield(task), seconds)
+        deadline = time.monotonic() + seconds
         while True:
             record, _ = await self.load(response_id, principal)
             if record.finished or time.monotonic() > deadline:
@@ -325,7 +328,7 @@ class ResponsesService:
                 if out["sequence_number"] > sent:
                     sent = out["sequence_number"]
                     yield out
-            record = await self._finished(record.id, principal)
+            record = await self._finished(record.id, principal, _FOLLOW_SECONDS)
         for out in record.events:
             if out["sequence_number"] > sent:
                 sent = out["sequence_number"]
@@ -341,9 +344,12 @@ class ResponsesService:
         if record.finished:
             return body_of(record)
         running = await self.host.cancel(record.conversation_id, principal=principal)
-        if running:
-            record = await self._finished(response_id, principal)
-        if not record.finished:  # no run anywhere: its process died; say so for good
+        if running or response_id in self._tasks:
+            await self._finished(response_id, principal)
+            record, version = await self.load(response_id, principal)
+        if not record.finished:
+            # no run here that could finish it: its process died, or it runs elsewhere and
+            # stops at that host's next lease renewal; either way it is cancelled from now on
             record.status, record.completed_at = "cancelled", int(time.time())
             with contextlib.suppress(SessionConflictError):
                 await self.store.replace(record, version)
