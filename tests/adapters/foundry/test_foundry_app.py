@@ -4,8 +4,11 @@ contract (``FoundryAdapter(container=True)``) and readiness against a failing st
 
 from __future__ import annotations
 
+import asyncio
+import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +66,25 @@ def _create(client: OpenAI, **params: Any) -> dict[str, Any]:
 def _text(body: dict[str, Any]) -> str:
     return "".join(p["text"] for i in body["output"] if i["type"] == "message"
                    for p in i["content"])
+
+
+class Held(Executor):
+    """Holds a run whose message is "hold" until the test sets ``RELEASE`` (10 s at most)."""
+
+    @handler
+    async def held(self, text: str, ctx: WorkflowContext) -> None:
+        if text == "hold":
+            ENTERED.set()
+            for _ in range(1000):
+                if RELEASE.is_set():
+                    break
+                await asyncio.sleep(0.01)
+        await ctx.yield_output(text)
+
+
+ENTERED, RELEASE = threading.Event(), threading.Event()
+_held = Held("held")
+held_workflow = WorkflowBuilder(start_executor=_held, name="held").build()
 
 
 class Chat(Executor):
@@ -165,3 +187,23 @@ def test_an_unknown_route_under_the_prefix_is_an_openai_shaped_404() -> None:
         response = httpx.get(f"{url}/responses/r1/nothing-here")
     assert response.status_code == 404
     assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_a_client_leaving_a_stream_cancels_the_run_and_the_response_says_so() -> None:
+    ENTERED.clear()
+    RELEASE.clear()
+    with _serving(create_app(WorkflowHost(held_workflow), adapters=[FoundryAdapter()])) as url:
+        body = {"input": "hold", "stream": True, "conversation": "left-1"}
+        with httpx.stream("POST", f"{url}/responses", json=body, timeout=30) as response:
+            lines = (line for line in response.iter_lines() if line.startswith("data: "))
+            created = json.loads(next(lines).removeprefix("data: "))
+            assert ENTERED.wait(10)
+        response_id = created["response"]["id"]
+        client = _client(url)
+        status = "in_progress"
+        deadline = time.monotonic() + 10
+        while status == "in_progress" and time.monotonic() < deadline:  # the server's outcome
+            status = client.responses.retrieve(response_id).status
+            RELEASE.wait(0.02)
+        assert status == "cancelled"
+        assert _text(_create(client, input="next", conversation="left-1")) == "next"
