@@ -245,6 +245,7 @@ def test_conversation_turns_advance_one_head_and_a_concurrent_turn_gets_409(
 def test_replies_sent_with_the_conversation_answer_its_head(start_foundry: Start) -> None:
     client = _client(start_foundry())
     paused, call_id = _pause(client, conversation="talk-2")
+    assert paused["conversation"] == {"id": "talk-2"}
     done = _create(client, conversation="talk-2", input=[_reply(call_id, "true")])
     assert _text(done) == "published: cats" and done["conversation"] == {"id": "talk-2"}
     error = _refused(lambda: client.responses.create(
