@@ -9,6 +9,7 @@ module must never decide what a response means; the service and the plan do.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -44,6 +45,7 @@ USER_HEADER = "x-agent-user-id"
 SESSION_HEADER = "x-agent-session-id"
 """The header naming the platform's session; used as the conversation id of a new response."""
 
+_log = logging.getLogger("checkflow.adapters.foundry")
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 
 
@@ -115,6 +117,11 @@ def _int_query(request: Request, name: str, default: int, low: int, high: int) -
     return value
 
 
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    _log.error("unhandled error while serving %s", request.url.path, exc_info=exc)
+    return _openai(500, "internal server error", type="server_error")
+
+
 class FoundryAdapter:
     """The Responses protocol of Foundry hosted agents, at the server root.
 
@@ -125,6 +132,7 @@ class FoundryAdapter:
     create request's body.
     """
 
+    name = "foundry"
     prefixes = ("/responses", "/readiness")
 
     def __init__(self, *, container: bool = False, max_body_bytes: int | None = None) -> None:
@@ -135,6 +143,7 @@ class FoundryAdapter:
             HttpError: _http_error,
             HTTPException: _starlette_error,
             CheckflowError: _host_error,
+            Exception: _unexpected,
         }
 
     def _principal(self, request: Request) -> str | None:

@@ -19,6 +19,7 @@ __all__ = [
     "item_id",
     "message_item",
     "new_id",
+    "request_arguments",
     "response_object",
 ]
 

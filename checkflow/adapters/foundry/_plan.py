@@ -11,6 +11,7 @@ must never start a run.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,7 +92,7 @@ async def plan_response(
     store: ResponseStore,
     description: HostDescription,
     principal: str | None,
-    pending_at_head: Any,
+    pending_at_head: Callable[[str], Awaitable[list[str]]],
     session_hint: str | None = None,
 ) -> Plan:
     """The plan for ``request``; ``ResponsesError`` for a refusal that needs stored state.

@@ -33,7 +33,7 @@ from checkflow.errors import (
     SessionConflictError,
     SnapshotNotFoundError,
 )
-from checkflow.hosting import Host, HostDescription, HostedRunResult
+from checkflow.hosting import Host, HostDescription, HostedRun, HostedRunResult
 from checkflow.workflows import RunStatus, WorkflowEvent, WorkflowStartedEvent
 
 __all__ = ["ResponsesService", "body_of"]
@@ -61,7 +61,7 @@ def body_of(record: ResponseRecord, output: list[dict[str, Any]] | None = None,
 class _Turn:
     """A started run: the host's stream, its first events (already read) and the rest."""
 
-    run: Any
+    run: HostedRun
     primed: list[WorkflowEvent]
     rest: AsyncIterator[WorkflowEvent] | None
 
@@ -123,7 +123,7 @@ class ResponsesService:
             record.run_started = turn.primed[0].timestamp.isoformat()
 
     @staticmethod
-    async def _prime(run: Any) -> _Turn:
+    async def _prime(run: HostedRun) -> _Turn:
         events = aiter(run)
         primed: list[WorkflowEvent] = []
         while True:

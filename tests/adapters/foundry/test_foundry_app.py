@@ -182,6 +182,15 @@ def test_readiness_is_healthy_only_while_the_stores_answer() -> None:
         assert ready.status_code == 503 and ready.json()["status"] == "unhealthy"
 
 
+def test_a_store_that_breaks_mid_request_is_an_openai_shaped_500() -> None:
+    host = WorkflowHost(chat_workflow, session_store=_Unreachable())
+    with _serving(create_app(host, adapters=[FoundryAdapter()])) as url:
+        response = httpx.get(f"{url}/responses/resp_1")
+    assert response.status_code == 500
+    assert response.json() == {"error": {"message": "internal server error",
+                                         "type": "server_error", "param": None, "code": None}}
+
+
 def test_an_unknown_route_under_the_prefix_is_an_openai_shaped_404() -> None:
     with _serving(create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter()])) as url:
         response = httpx.get(f"{url}/responses/r1/nothing-here")

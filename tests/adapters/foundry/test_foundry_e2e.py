@@ -352,10 +352,14 @@ def test_a_background_stream_from_create_sees_every_event(start_foundry: Start) 
 
 
 def test_a_failed_run_is_a_failed_response_with_an_error(start_foundry: Start) -> None:
-    client = _client(start_foundry())
-    body = _create(client, input="fail")
+    server = start_foundry()
+    client = _client(server)
+    _create(client, input="a", conversation="f-1")
+    head = _native(server, "f-1")["resume_token"]
+    body = _create(client, input="fail", conversation="f-1")
     assert body["status"] == "failed"
     assert "failed on purpose" in body["error"]["message"]
+    assert _native(server, "f-1")["resume_token"] == head  # the last committed snapshot
     with client.responses.stream(model="foundry-e2e", input="fail") as stream:
         events = [e.to_dict(warnings=False) for e in stream]
     assert_well_formed(events)
