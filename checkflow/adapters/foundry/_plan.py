@@ -35,7 +35,6 @@ class Plan:
     message: Any = None
     replies: dict[str, CallReply] = field(default_factory=dict)
     from_snapshot: str | None = None
-    stream: bool = False
 
     @property
     def responses(self) -> dict[str, Any] | None:
@@ -103,11 +102,9 @@ async def plan_response(
     response_id = new_id("resp")
     previous = None
     from_snapshot = None
-    named = request.conversation is not None or session_hint is not None
     if request.previous_response_id is not None:
         previous = await _previous(store, request.previous_response_id, principal)
         conversation_id = previous.conversation_id
-        named = previous.conversation_named
         _not_pending(request.replies, previous.pending_calls,
                      f"response {request.previous_response_id}")
         if description.checkpoints:
@@ -122,7 +119,7 @@ async def plan_response(
     record = ResponseRecord(
         id=response_id, conversation_id=conversation_id, principal=principal,
         status="in_progress", created_at=int(time.time()),
-        model=request.model or description.name, conversation_named=named,
+        model=request.model or description.name,
         previous_response_id=request.previous_response_id,
         snapshot_id=None if previous is None else previous.snapshot_id,
         checkpoint_id=None if previous is None else previous.checkpoint_id,
@@ -131,4 +128,4 @@ async def plan_response(
     )
     return Plan(record=record, message=_message(request, description),
                 replies={reply.call_id: reply for reply in request.replies},
-                from_snapshot=from_snapshot, stream=request.stream)
+                from_snapshot=from_snapshot)

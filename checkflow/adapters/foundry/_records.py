@@ -57,7 +57,6 @@ class ResponseRecord(msgspec.Struct, kw_only=True):
     checkpoint_id: str | None = None
     completed_at: int | None = None
     previous_response_id: str | None = None
-    conversation_named: bool = False
     instructions: str | None = None
     metadata: dict[str, str] = {}
     store: bool = True
