@@ -295,6 +295,10 @@ def test_a_response_not_stored_cannot_be_retrieved_or_continued(start_foundry: S
     paused = _create(client, input="ask:x", store=False)
     assert paused["store"] is False and _calls(paused)
     _refused(lambda: client.responses.retrieve(paused["id"]), 404)
+    streamed = _events(client.responses.create(input="y", stream=True, store=False))
+    assert_well_formed(streamed)
+    assert _text(streamed[-1]["response"]) == "Y"
+    _refused(lambda: client.responses.retrieve(streamed[0]["response"]["id"]), 404)
     call_id = _calls(paused)[0]["call_id"]
     error = _refused(lambda: client.responses.create(
         previous_response_id=paused["id"], input=[_reply(call_id, "true")]), 400)
@@ -341,6 +345,25 @@ def test_a_background_stream_is_replayed_after_starting_after_then_followed_live
     assert_well_formed(whole)
     assert whole[4:] == replayed
     assert _text(whole[-1]["response"]) == "onetwo"
+
+
+def test_a_background_response_running_in_one_process_is_followed_from_another(
+    start_foundry: Start, gates: Gates,
+) -> None:
+    first, second = start_foundry(), start_foundry()
+    started = _create(_client(first), input="steps:x", background=True)
+    gates.wait_entered("x")
+    other = _client(second)
+    assert _retrieve(other, started["id"])["status"] == "in_progress"
+    followed: dict[str, Any] = {}
+    reader = threading.Thread(target=lambda: followed.update(
+        events=_events(other.responses.retrieve(started["id"], stream=True))))
+    reader.start()
+    gates.release("x")
+    reader.join(60)
+    assert_well_formed(followed["events"])
+    assert _text(followed["events"][-1]["response"]) == "onetwo"
+    assert _retrieve(other, started["id"])["status"] == "completed"
 
 
 def test_a_background_stream_from_create_sees_every_event(start_foundry: Start) -> None:
