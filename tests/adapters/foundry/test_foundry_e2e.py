@@ -9,6 +9,8 @@ to make requests overlap.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +30,7 @@ from foundry_schema import (
 )
 from openai import OpenAI
 
+TARGET = "tests.adapters.foundry.foundry_flows:workflow"  # as the conftest serves it
 Start = Any  # the start_foundry fixture
 Gates = Any  # the gates fixture
 
@@ -499,3 +502,27 @@ def test_serve_foundry_answers_readiness_and_takes_the_user_header_as_principal(
     _refused(lambda: _client(server, **{"x-agent-user-id": "bob"}).responses.retrieve(
         body["id"]), 404)
     _refused(lambda: _client(server).responses.retrieve(body["id"]), 404)
+
+
+@pytest.mark.skipif(not _cli_has_foundry(), reason="serve --foundry is not wired in the CLI")
+def test_serve_foundry_listens_on_port_from_the_environment_on_all_interfaces(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as probe:  # a port free a moment ago: the server takes it next
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    repo = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PORT": str(port), "PYTHONPATH": str(repo)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "checkflow", "serve", TARGET, "--foundry",
+         "--storage", f"file:{tmp_path / 'store'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=repo)
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()
+        assert f" on http://0.0.0.0:{port} " in banner, banner
+        ready = httpx.get(f"http://127.0.0.1:{port}/readiness", timeout=60)
+        assert (ready.status_code, ready.json()) == (200, {"status": "healthy"})
+    finally:
+        process.terminate()
+        process.wait(30)
