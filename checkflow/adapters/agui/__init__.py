@@ -1,0 +1,1 @@
+"""AG-UI adapter (placeholder until the adapter module lands)."""
