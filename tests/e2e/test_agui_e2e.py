@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
 import uuid
@@ -270,13 +271,19 @@ def test_a_client_that_disconnects_cancels_the_run_and_keeps_the_last_good_head(
     _post(server.url, _input(thread, [], resume=[{"interruptId": interrupt["id"],
                                                   "status": "resolved", "payload": True}]))
     good = native(server.url, thread)
-    body = _input(thread, [{"id": "m2", "role": "user", "content": "hold:leave"}])
-    with httpx.Client(timeout=30) as client, client.stream("POST", f"{server.url}/agui",
-                                                           json=body) as response:
-        assert response.status_code == 200
-        for line in response.iter_lines():
-            if line.startswith("data:") and "RUN_STARTED" in line:
-                break
+    body = json.dumps(_input(thread, [{"id": "m2", "role": "user",
+                                       "content": "hold:leave"}])).encode()
+    address = server.url.removeprefix("http://").split(":")
+    # a raw socket: closing it is a disconnect the server sees, with nothing read after it
+    with socket.create_connection((address[0], int(address[1])), timeout=30) as sock:
+        sock.sendall(b"POST /agui HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        seen = b""
+        while b"RUN_STARTED" not in seen:
+            chunk = sock.recv(4096)
+            assert chunk, f"the server closed the stream before RUN_STARTED: {seen!r}"
+            seen += chunk
+        assert seen.startswith(b"HTTP/1.1 200")
         gates.wait_entered("leave")
     gates.release("leave")  # the run goes on to its next safe point, then sees it was left
     probe = _input(thread, [{"id": "m3", "role": "user", "content": "after"}])

@@ -42,7 +42,7 @@ from checkflow.errors import (
 from checkflow.hosting import (
     ConversationState,
     Host,
-    HostedRunStream,
+    HostedRun,
     HttpError,
     ResumeToken,
     ServerSentEvent,
@@ -53,7 +53,7 @@ from checkflow.hosting import (
     request_principal,
     sse_response,
 )
-from checkflow.workflows import PendingRequest, RunStatus
+from checkflow.workflows import PendingRequest, RunStatus, inspect_snapshot
 
 __all__ = ["AGUIAdapter"]
 
@@ -83,8 +83,8 @@ def _error_code(exc: BaseException) -> str:
             return code
     _status, body, _headers = describe_error(exc)
     error = body.get("error") if isinstance(body, Mapping) else None
-    code = error.get("code") if isinstance(error, Mapping) else None
-    return str(code) if code else "internal_error"
+    native = error.get("code") if isinstance(error, Mapping) else None
+    return str(native) if native else "internal_error"
 
 
 def _describe(exc: BaseException | None) -> str:
@@ -105,6 +105,7 @@ class AGUIAdapter:
             raise ValueError(f"the AG-UI path must be a non-root absolute path, not {path!r}")
         self.path = path.rstrip("/")
         self.prefixes = (self.path,)
+        self.name = "agui"
 
     def routes(self, host: Host) -> list[BaseRoute]:
         """The one AG-UI route, bound to ``host``."""
@@ -162,7 +163,6 @@ class _Run:
             if not any(isinstance(exc, kind) for kind, _ in _REFUSED_CODES):
                 raise
             return sse_response(run._refused(_error_code(exc), str(exc)))
-        assert isinstance(stream, HostedRunStream)
         return sse_response(run._stream(stream, fresh))
 
     async def _message(self, fresh: Sequence[Message]) -> Any:
@@ -180,6 +180,14 @@ class _Run:
             return await self.host.get_conversation(self.body.thread_id, principal=self.principal)
         except (ConversationNotFoundError, NoCheckpointsError):
             return None
+
+    async def _shared_state(self, state: ConversationState | None) -> dict[str, Any] | None:
+        """The workflow's shared state at the conversation's head (none for an agent host)."""
+        if state is None or state.checkpoint is None or state.resume_token is None:
+            return None
+        snapshot = state.checkpoint.get_snapshot(state.resume_token.snapshot_id)
+        shared = jsonable(inspect_snapshot(snapshot).shared_state)
+        return shared if isinstance(shared, dict) else None
 
     def _input_messages(self) -> list[dict[str, Any]]:
         return [wire_message(m) for m in self.body.messages]
@@ -203,11 +211,12 @@ class _Run:
             pending=[pending_view(p) for p in pending],
             resume_token=_token_view(token),
             transcript=transcript,
+            state=await self._shared_state(state),
         ):
             yield _frame(event)
 
     async def _stream(
-        self, stream: HostedRunStream, fresh: Sequence[Message]
+        self, stream: HostedRun, fresh: Sequence[Message]
     ) -> AsyncIterator[ServerSentEvent]:
         yield _frame(self.translator.started())
         completed = False
@@ -242,6 +251,8 @@ class _Run:
         produced = [*self._input_messages(), *self.translator.messages]
         issued = [str(v["request_id"]) for v in views]
         await self.thread.record(self.host.records(NAMESPACE), produced, issued)
+        shared = await self._shared_state(await self._conversation())
         return self.translator.finish(
-            status, pending=views, resume_token=_token_view(token), transcript=transcript
+            status, pending=views, resume_token=_token_view(token), transcript=transcript,
+            state=shared,
         )

@@ -69,7 +69,9 @@ def interrupt_message(data: Any) -> str | None:
 
 def _millis(event: WorkflowEvent) -> int | None:
     stamp = getattr(event, "timestamp", None)
-    return int(stamp.timestamp() * 1000) if isinstance(stamp, datetime) else None
+    if not isinstance(stamp, datetime) or stamp == datetime.min:  # not stamped by a run
+        return None
+    return int(stamp.timestamp() * 1000)
 
 
 class RunTranslator:

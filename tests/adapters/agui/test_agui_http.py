@@ -144,9 +144,10 @@ async def test_a_reconnect_with_no_messages_learns_the_open_interrupts(
 ) -> None:
     (interrupt,) = await pause(client, "t-1")
     events = await post(client, run_input("t-1", []))
-    assert types(events) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert types(events) == ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT",
+                             "RUN_FINISHED"]
     assert [i["id"] for i in interrupts(events)] == [interrupt["id"]]
-    assert [m["content"] for m in events[1]["messages"]] == ["tea"]
+    assert [m["content"] for m in events[2]["messages"]] == ["tea"]
 
 
 async def test_two_interrupts_resumed_in_one_call_one_of_them_cancelled() -> None:
@@ -176,6 +177,21 @@ async def test_a_non_text_output_is_a_custom_event() -> None:
     (custom,) = [e for e in events if e["type"] == "CUSTOM"]
     assert custom["name"] == "checkflow:output"
     assert custom["value"] == {"executorId": "count", "data": {"length": 4}}
+
+
+async def test_the_workflow_shared_state_is_the_state_snapshot() -> None:
+    class Tally(Executor):
+        @handler
+        async def tally(self, text: str, ctx: WorkflowContext) -> None:
+            ctx.set_state("words", len(text.split()))
+            await ctx.yield_output("counted")
+
+    workflow = WorkflowBuilder(start_executor=Tally("tally"), name="tally").build()
+    async with client_for(create_app(WorkflowHost(workflow), adapters=[AGUIAdapter()])) as c:
+        events = await post(c, run_input("t", [user("one two three")]))
+    (state,) = [e for e in events if e["type"] == "STATE_SNAPSHOT"]
+    assert state["snapshot"] == {"words": 3}
+    assert types(events)[-3:] == ["STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
 
 
 async def test_an_agent_host_streams_its_reply_as_text() -> None:
@@ -228,7 +244,8 @@ async def test_a_resend_with_nothing_new_runs_nothing(
     await post(client, run_input("t-1", [first], resume=resume((interrupt["id"], True))))
     before = await host.get_conversation("t-1")
     events = await post(client, run_input("t-1", [first]))
-    assert types(events) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert types(events) == ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT",
+                             "RUN_FINISHED"]
     assert (await host.get_conversation("t-1")).resume_token == before.resume_token
 
 
