@@ -22,6 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.agui_wire import RESUME_VIOLATIONS, parse_sse
+
 HERE = Path(__file__).resolve().parent
 CLIENT = HERE / "agui_client"
 DRIVER = CLIENT / "driver.mjs"
@@ -31,7 +33,8 @@ def _node_missing() -> str | None:
     if shutil.which("node") is None or shutil.which("npm") is None:
         return "node/npm not found on PATH"
     if not (CLIENT / "node_modules" / "@ag-ui" / "client" / "package.json").exists():
-        return f"@ag-ui/client is not installed: run `npm ci` in {CLIENT.relative_to(HERE)}"
+        where = CLIENT.relative_to(HERE.parents[1])
+        return f"@ag-ui/client is not installed: run `npm ci` in {where}"
     return None
 
 
@@ -204,19 +207,10 @@ def test_a_thread_paused_over_agui_is_answered_over_the_native_api(
 # -- raw HTTP against the same server ---------------------------------------------------------
 
 
-def _sse(text: str) -> list[dict[str, Any]]:
-    events = []
-    for frame in text.split("\n\n"):
-        data = [line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:")]
-        if data:
-            events.append(json.loads("\n".join(data)))
-    return events
-
-
 def _post(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     response = httpx.post(f"{url}/agui", json=body, timeout=30)
     assert response.status_code == 200, response.text
-    return _sse(response.text)
+    return parse_sse(response.text)
 
 
 def _input(thread: str, messages: list[Any], **extra: Any) -> dict[str, Any]:
@@ -227,24 +221,7 @@ def test_every_resume_violation_is_run_error_with_its_code_over_real_http(
     start_server: Any,
 ) -> None:
     server = serve(start_server, "two_requests")
-    cases = {
-        "resume_required": lambda a, b: {"messages": [{"id": "m2", "role": "user",
-                                                        "content": "more"}]},
-        "resume_incomplete": lambda a, b: {"resume": [{"interruptId": a, "status": "resolved",
-                                                       "payload": 1}]},
-        "unknown_interrupt": lambda a, b: {"resume": [
-            {"interruptId": a, "status": "resolved", "payload": 1},
-            {"interruptId": b, "status": "resolved", "payload": 1},
-            {"interruptId": "nope", "status": "resolved", "payload": 1}]},
-        "duplicate_interrupt": lambda a, b: {"resume": [
-            {"interruptId": a, "status": "resolved", "payload": 1},
-            {"interruptId": b, "status": "resolved", "payload": 1},
-            {"interruptId": a, "status": "cancelled"}]},
-        "invalid_resume_payload": lambda a, b: {"resume": [
-            {"interruptId": a, "status": "resolved", "payload": "many"},
-            {"interruptId": b, "status": "resolved", "payload": 1}]},
-    }
-    for code, make in cases.items():
+    for code, make in RESUME_VIOLATIONS.items():
         thread = f"raw-{code}"
         first = _post(server.url, _input(thread, [{"id": "m1", "role": "user",
                                                    "content": "cake"}]))
@@ -294,7 +271,7 @@ def test_a_client_that_disconnects_cancels_the_run_and_keeps_the_last_good_head(
             break
         time.sleep(0.05)
     assert answer.status_code == 200, answer.text
-    events = _sse(answer.text)
+    events = parse_sse(answer.text)
     # had the left run gone on, it would have paused on its own draft, and this new message
     # would be refused with resume_required; instead it runs from the last good head
     (asked,) = events[-1]["outcome"]["interrupts"]

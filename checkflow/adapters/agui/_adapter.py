@@ -96,14 +96,19 @@ def _describe(exc: BaseException | None) -> str:
 class AGUIAdapter:
     """Serves a host over AG-UI 1.0 at ``POST {path}`` (default ``/agui``), one run per request.
 
+    ``ping_interval`` is how long an idle stream waits before a keep-alive comment.
+
     ``threadId`` is the host conversation id (scoped by the request's principal), so the
     native API shows the same conversation at ``/v1/conversations/{threadId}``.
     """
 
-    def __init__(self, path: str = "/agui") -> None:
-        if not path.startswith("/") or path == "/":
+    def __init__(self, path: str = "/agui", *, ping_interval: float = 15.0) -> None:
+        if not path.startswith("/") or path.rstrip("/") == "":
             raise ValueError(f"the AG-UI path must be a non-root absolute path, not {path!r}")
+        if ping_interval <= 0:
+            raise ValueError(f"ping_interval must be positive, not {ping_interval!r}")
         self.path = path.rstrip("/")
+        self.ping_interval = ping_interval
         self.prefixes = (self.path,)
         self.name = "agui"
 
@@ -111,7 +116,7 @@ class AGUIAdapter:
         """The one AG-UI route, bound to ``host``."""
 
         async def endpoint(request: Request) -> Response:
-            return await _Run.start(host, request)
+            return await _Run.start(host, request, self.ping_interval)
 
         return [Route(self.path, endpoint, methods=["POST"], name="agui")]
 
@@ -127,7 +132,7 @@ class _Run:
         self.thread = ThreadRecord(body.thread_id, principal)
 
     @classmethod
-    async def start(cls, host: Host, request: Request) -> Response:
+    async def start(cls, host: Host, request: Request, ping_interval: float) -> Response:
         body = await read_json(request, RunAgentInput)
         try:
             options = options_from(body.forwarded_props)
@@ -148,9 +153,10 @@ class _Run:
                 body.resume, open_ids, run.thread.issued, has_input=message is not None
             )
         except ResumeViolation as violation:
-            return sse_response(run._refused(violation.code, violation.message))
+            return sse_response(run._refused(violation.code, violation.message),
+                                ping_interval=ping_interval)
         if message is None and responses is None:
-            return sse_response(run._replay(state))
+            return sse_response(run._replay(state), ping_interval=ping_interval)
         token = None if options.resume_token is None else ResumeToken(*options.resume_token)
         try:
             stream = await host.run(
@@ -162,8 +168,9 @@ class _Run:
         except CheckflowError as exc:
             if not any(isinstance(exc, kind) for kind, _ in _REFUSED_CODES):
                 raise
-            return sse_response(run._refused(_error_code(exc), str(exc)))
-        return sse_response(run._stream(stream, fresh))
+            return sse_response(run._refused(_error_code(exc), str(exc)),
+                                ping_interval=ping_interval)
+        return sse_response(run._stream(stream, fresh), ping_interval=ping_interval)
 
     async def _message(self, fresh: Sequence[Message]) -> Any:
         """The workflow ``message`` the new messages make, or ``None`` when nothing is new."""

@@ -8,7 +8,6 @@ where it was, and leave the same interrupts answerable.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,6 +27,7 @@ from checkflow.workflows import (
     response_handler,
 )
 from tests.e2e.agui_flows import approval, chat, two_requests
+from tests.e2e.agui_wire import RESUME_VIOLATIONS, parse_sse
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -54,15 +54,6 @@ def user(text: str, id: str | None = None) -> dict[str, Any]:
 def run_input(thread: str, messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"threadId": thread, "runId": f"run-{uuid.uuid4().hex[:8]}", "messages": messages,
             "protocolVersion": "1.0", **extra}
-
-
-def parse_sse(text: str) -> list[dict[str, Any]]:
-    events = []
-    for frame in text.split("\n\n"):
-        data = [line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:")]
-        if data:
-            events.append(json.loads("\n".join(data)))
-    return events
 
 
 async def post(client: httpx.AsyncClient, body: Any) -> list[dict[str, Any]]:
@@ -284,57 +275,13 @@ async def two_client(two_host: WorkflowHost) -> AsyncIterator[httpx.AsyncClient]
         yield c
 
 
-async def test_a_new_message_without_resume_on_an_interrupted_thread_is_resume_required(
-    two_host: WorkflowHost, two_client: httpx.AsyncClient
-) -> None:
-    await pause(two_client, "t")
-    await _assert_refused(two_host, two_client, "t", run_input("t", [user("more")]),
-                          "resume_required")
-    await _assert_still_answerable(two_host, two_client, "t")
-
-
-async def test_a_resume_leaving_an_interrupt_uncovered_is_resume_incomplete(
-    two_host: WorkflowHost, two_client: httpx.AsyncClient
-) -> None:
-    first, _ = await pause(two_client, "t")
-    body = run_input("t", [], resume=resume((first["id"], 1)))
-    await _assert_refused(two_host, two_client, "t", body, "resume_incomplete")
-    await _assert_still_answerable(two_host, two_client, "t")
-
-
-async def test_an_unknown_interrupt_id_is_unknown_interrupt(
-    two_host: WorkflowHost, two_client: httpx.AsyncClient
+@pytest.mark.parametrize("code", list(RESUME_VIOLATIONS))
+async def test_each_resume_violation_is_run_error_with_its_own_code(
+    code: str, two_host: WorkflowHost, two_client: httpx.AsyncClient
 ) -> None:
     first, second = await pause(two_client, "t")
-    body = run_input("t", [], resume=resume((first["id"], 1), (second["id"], 1), ("nope", 1)))
-    await _assert_refused(two_host, two_client, "t", body, "unknown_interrupt")
-    await _assert_still_answerable(two_host, two_client, "t")
-
-
-async def test_the_same_id_twice_is_duplicate_interrupt(
-    two_host: WorkflowHost, two_client: httpx.AsyncClient
-) -> None:
-    first, second = await pause(two_client, "t")
-    body = run_input("t", [], resume=resume((first["id"], 1), (second["id"], 1), (first["id"], 2)))
-    await _assert_refused(two_host, two_client, "t", body, "duplicate_interrupt")
-    await _assert_still_answerable(two_host, two_client, "t")
-
-
-async def test_a_payload_that_does_not_fit_the_schema_is_invalid_resume_payload(
-    two_host: WorkflowHost, two_client: httpx.AsyncClient
-) -> None:
-    first, second = await pause(two_client, "t")
-    body = run_input("t", [], resume=resume((first["id"], "many"), (second["id"], 1)))
-    await _assert_refused(two_host, two_client, "t", body, "invalid_resume_payload")
-    await _assert_still_answerable(two_host, two_client, "t")
-
-
-async def test_new_messages_alongside_a_resume_are_input_with_resume(
-    two_host: WorkflowHost, two_client: httpx.AsyncClient
-) -> None:
-    first, second = await pause(two_client, "t")
-    body = run_input("t", [user("and also")], resume=resume((first["id"], 1), (second["id"], 1)))
-    await _assert_refused(two_host, two_client, "t", body, "input_with_resume")
+    body = {**run_input("t", []), **RESUME_VIOLATIONS[code](first["id"], second["id"])}
+    await _assert_refused(two_host, two_client, "t", body, code)
     await _assert_still_answerable(two_host, two_client, "t")
 
 
@@ -493,6 +440,49 @@ async def test_a_busy_thread_is_409_at_once() -> None:
     assert second.status_code == 409 and second.headers["content-type"].startswith(
         "application/json")
     assert parse_sse(done.text)[-1]["outcome"] == {"type": "success"}
+
+
+async def test_a_long_superstep_gets_keep_alive_comments_and_the_run_still_finishes() -> None:
+    pinged = asyncio.Event()
+
+    class Waits(Executor):
+        @handler
+        async def wait(self, text: str, ctx: WorkflowContext) -> None:
+            await asyncio.wait_for(pinged.wait(), 10)  # released by the first ping sent
+            await ctx.yield_output(text)
+
+    host = WorkflowHost(WorkflowBuilder(start_executor=Waits("waits"), name="waits").build())
+    app = create_app(host, adapters=[AGUIAdapter(ping_interval=0.01)])
+
+    async def watching(scope: Any, receive: Any, send: Any) -> None:
+        async def watched_send(message: Any) -> None:
+            if message.get("type") == "http.response.body" and b": ping" in message.get(
+                    "body", b""):
+                pinged.set()
+            await send(message)
+
+        await app(scope, receive, watched_send)
+
+    async with client_for(watching) as client:
+        response = await client.post("/agui", json=run_input("p", [user("late")]))
+    assert ": ping" in response.text
+    events = parse_sse(response.text)
+    assert events[0]["type"] == "RUN_STARTED" and events[-1]["outcome"] == {"type": "success"}
+
+
+@pytest.mark.parametrize("path", ["agui", "/", ""])
+def test_the_path_must_be_absolute_and_not_the_root(path: str) -> None:
+    with pytest.raises(ValueError, match="path"):
+        AGUIAdapter(path=path)
+
+
+async def test_the_path_is_configurable() -> None:
+    app = create_app(WorkflowHost(chat), adapters=[AGUIAdapter(path="/chat/agui")])
+    async with client_for(app) as client:
+        response = await client.post("/chat/agui", json=run_input("t", [user("hi")]))
+        missing = await client.post("/agui", json=run_input("t", [user("hi")]))
+    assert parse_sse(response.text)[-1]["outcome"] == {"type": "success"}
+    assert missing.status_code == 404
 
 
 # -- failures after the stream opens ----------------------------------------------------------
