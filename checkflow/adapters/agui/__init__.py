@@ -19,8 +19,9 @@ The rules, which clients can rely on:
   the start executor's input type. A run that fails records nothing, so its input stays new.
 - **Stream.** ``RUN_STARTED`` (``protocolVersion: "1.0"``), balanced ``STEP_*`` per
   superstep, text outputs (``str``, ``ChatMessage``, agent responses; agent deltas live) as
-  ``TEXT_MESSAGE_*``, other outputs as ``CUSTOM`` ``checkflow:output``, ``MESSAGES_SNAPSHOT``,
-  then ``RUN_FINISHED`` with ``success``, ``interrupt`` or ``cancelled``. Nothing after it.
+  ``TEXT_MESSAGE_*``, other outputs as ``CUSTOM`` ``checkflow:output``, the shared state as
+  ``STATE_SNAPSHOT``, ``MESSAGES_SNAPSHOT``, then ``RUN_FINISHED`` with ``success``,
+  ``interrupt`` or ``cancelled``. Nothing after it; ``: ping`` comments while idle.
 - **Interrupts.** One per pending request: ``id`` = request id, ``reason`` ``input_required``,
   ``responseSchema`` = the response type's JSON Schema, ``message`` from the request data's
   text, ``metadata.checkflow`` = ``{requestData, sourceExecutorId, resumeToken}``. A run with

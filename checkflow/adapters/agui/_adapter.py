@@ -257,7 +257,14 @@ class _Run:
         transcript, _ = self.thread.merged(self._input_messages(), ())
         produced = [*self._input_messages(), *self.translator.messages]
         issued = [str(v["request_id"]) for v in views]
-        await self.thread.record(self.host.records(NAMESPACE), produced, issued)
+        try:
+            await self.thread.record(self.host.records(NAMESPACE), produced, issued)
+        except CheckflowError as exc:  # the run committed; say so rather than end mid-stream
+            return self.translator.error(
+                "thread_record_failed",
+                f"the run committed, but its messages could not be recorded as seen "
+                f"(a resend may feed them again): {_describe(exc)}",
+            )
         shared = await self._shared_state(await self._conversation())
         return self.translator.finish(
             status, pending=views, resume_token=_token_view(token), transcript=transcript,

@@ -8,6 +8,7 @@ where it was, and leave the same interrupts answerable.
 from __future__ import annotations
 
 import asyncio
+import copy
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,7 +18,9 @@ import pytest
 
 from checkflow.adapters.agui import AGUIAdapter, default_adapter
 from checkflow.agents import ScriptedAgent
+from checkflow.errors import CorruptSessionError
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
+from checkflow.sessions import AgentSession, InMemorySessionStore
 from checkflow.workflows import (
     Executor,
     Workflow,
@@ -483,6 +486,54 @@ async def test_the_path_is_configurable() -> None:
         missing = await client.post("/agui", json=run_input("t", [user("hi")]))
     assert parse_sse(response.text)[-1]["outcome"] == {"type": "success"}
     assert missing.status_code == 404
+
+
+class _RecordWritesFail(InMemorySessionStore):
+    """A real in-memory store whose adapter-record writes fail (the conversation's do not)."""
+
+    async def set(self, session: AgentSession, **kwargs: Any) -> str:
+        if session.session_id.startswith("record-"):
+            raise CorruptSessionError(f"the disk under {session.session_id!r} is full")
+        return await super().set(session, **kwargs)
+
+
+class _RecordWrittenMeanwhile(InMemorySessionStore):
+    """A real in-memory store where another writer updates a thread record just before ours."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raced = False
+
+    async def set(self, session: AgentSession, **kwargs: Any) -> str:
+        if session.session_id.startswith("record-") and not self.raced:
+            self.raced = True
+            theirs = AgentSession(session.session_id, copy.deepcopy(session.state))
+            theirs.state["value"]["transcript"].append(
+                {"id": "other-writer", "role": "user", "content": "from elsewhere"})
+            await super().set(theirs, expected_version=kwargs.get("expected_version"),
+                              create=kwargs.get("create", False))
+        return await super().set(session, **kwargs)
+
+
+async def test_a_record_write_that_fails_after_the_commit_is_run_error_saying_so() -> None:
+    host = WorkflowHost(chat, session_store=_RecordWritesFail())
+    async with client_for(create_app(host, adapters=[AGUIAdapter()])) as client:
+        events = await post(client, run_input("t", [user("hi")]))
+    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "thread_record_failed"
+    assert "the run committed" in events[-1]["message"]
+    assert (await host.get_conversation("t")).outputs  # the turn itself landed
+
+
+async def test_a_record_written_meanwhile_by_another_process_is_merged_not_lost() -> None:
+    store = _RecordWrittenMeanwhile()
+    host = WorkflowHost(chat, session_store=store)
+    async with client_for(create_app(host, adapters=[AGUIAdapter()])) as client:
+        await post(client, run_input("t", [user("one", "u1")]))
+        assert store.raced
+        events = await post(client, run_input("t", []))
+    snapshot = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [m["id"] for m in snapshot][:1] == ["u1"]
+    assert "other-writer" in [m["id"] for m in snapshot]
 
 
 # -- failures after the stream opens ----------------------------------------------------------
