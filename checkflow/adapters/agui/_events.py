@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from ag_ui.core import (
@@ -68,10 +67,9 @@ def interrupt_message(data: Any) -> str | None:
 
 
 def _millis(event: WorkflowEvent) -> int | None:
-    stamp = getattr(event, "timestamp", None)
-    if not isinstance(stamp, datetime) or stamp == datetime.min:  # not stamped by a run
+    if event.sequence <= 0:  # not emitted by a run (sequences start at 1): no time to show
         return None
-    return int(stamp.timestamp() * 1000)
+    return int(event.timestamp.timestamp() * 1000)
 
 
 class RunTranslator:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -172,6 +173,15 @@ def test_error_closes_open_triads_then_ends_with_run_error() -> None:
     assert _types(events) == ["TEXT_MESSAGE_END", "STEP_FINISHED", "RUN_ERROR"]
     assert _wire(events)[-1] == {"type": "RUN_ERROR", "message": "boom",
                                  "code": "workflow_failed"}
+
+
+def test_a_stamped_event_carries_its_emission_time_in_milliseconds() -> None:
+    t = _translator()
+    event = SuperstepStartedEvent(superstep=1, sequence=3)
+    event.timestamp = datetime(2026, 12, 1, 12, 0, 0, 250_000, tzinfo=UTC)
+    (started,) = t.translate(event)
+    assert started.timestamp == int(event.timestamp.timestamp() * 1000)
+    assert started.timestamp % 1000 == 250
 
 
 def test_no_event_carries_a_null_optional() -> None:
