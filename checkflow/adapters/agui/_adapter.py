@@ -170,7 +170,7 @@ class _Run:
                 raise
             return sse_response(run._refused(_error_code(exc), str(exc)),
                                 ping_interval=ping_interval)
-        return sse_response(run._stream(stream, fresh), ping_interval=ping_interval)
+        return sse_response(run._stream(stream), ping_interval=ping_interval)
 
     async def _message(self, fresh: Sequence[Message]) -> Any:
         """The workflow ``message`` the new messages make, or ``None`` when nothing is new."""
@@ -222,9 +222,7 @@ class _Run:
         ):
             yield _frame(event)
 
-    async def _stream(
-        self, stream: HostedRun, fresh: Sequence[Message]
-    ) -> AsyncIterator[ServerSentEvent]:
+    async def _stream(self, stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
         yield _frame(self.translator.started())
         completed = False
         try:
