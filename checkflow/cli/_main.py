@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -43,8 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve a workflow (or agent) over HTTP")
     serve.add_argument("target", metavar="MODULE:ATTR",
                        help="a Workflow, WorkflowBuilder, factory of one, or an Agent")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    serve.add_argument("--host", default=None,
+                       help="default 127.0.0.1 (all interfaces, 0.0.0.0, with --foundry)")
+    serve.add_argument("--port", type=int, default=None,
+                       help="0 picks a free port (default 8000; $PORT or 8088 with --foundry)")
+    serve.add_argument("--foundry", action="store_true",
+                       help="the Foundry hosted-agent container contract: the Responses "
+                            "routes and /readiness, x-agent-user-id as the principal when "
+                            "there is no --authenticate, x-agent-session-id as the "
+                            "conversation of a new response")
     serve.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
     serve.add_argument("--adapters", default="native",
                        help="comma-separated: native, adapter names or MODULE:ATTR")
@@ -164,9 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             from checkflow.cli._serve import serve  # needs uvicorn: only `serve` pays for it
 
-            asyncio.run(serve(args.target, host=args.host, port=args.port, storage=args.storage,
+            foundry = bool(args.foundry)
+            host = args.host or ("0.0.0.0" if foundry else "127.0.0.1")
+            port = args.port if args.port is not None else (
+                int(os.environ.get("PORT", "8088")) if foundry else 8000)
+            asyncio.run(serve(args.target, host=host, port=port, storage=args.storage,
                               adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
-                              authenticate=args.authenticate))
+                              authenticate=args.authenticate, foundry=foundry))
             return 0
         return asyncio.run(_checkpoints(args))
     except (CheckflowError, ValueError, ImportError) as exc:

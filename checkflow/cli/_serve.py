@@ -85,11 +85,17 @@ async def serve(
     storage: str,
     adapters: Sequence[str] = ("native",),
     authenticate: str | None = None,
+    foundry: bool = False,
 ) -> None:
     """Serve ``target`` until interrupted; prints the URL and a curl line to try first."""
     obj = load_object(target)
     auth = load_object(authenticate) if authenticate else None
     adapter_objects = _adapters(adapters)
+    if foundry:  # the container contract: the Foundry adapter in container mode, once
+        from checkflow.adapters.foundry import FoundryAdapter
+
+        adapter_objects = [a for a in adapter_objects if not isinstance(a, FoundryAdapter)]
+        adapter_objects.append(FoundryAdapter(container=True))
     async with open_storage(storage) as stores:
         hosted: Host
         if isinstance(obj, Agent):

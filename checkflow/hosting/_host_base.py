@@ -103,6 +103,7 @@ class HostBase:
         try:
             probe = AgentSession(_PROBE, {"probe": True})
             await self.session_store.set(probe)
+            await self.session_store.get(_PROBE)
             await self._probe_more()
         except Exception as exc:
             self._ready_at, self._ready_error = now, exc
