@@ -19,6 +19,7 @@ from checkflow.checkpoints._ids import new_snapshot_id
 from checkflow.errors import (
     CorruptCheckpointError,
     StateEncodingError,
+    StateNestingError,
     UnsupportedFormatVersionError,
 )
 
@@ -152,6 +153,17 @@ def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, 
     return parts
 
 
+def _metadata_tree(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Metadata in ``to_builtins`` form, refused (``StateNestingError``) past the depth limit."""
+    tree: dict[str, Any] = codec.to_builtins(dict(metadata or {}), path="metadata")
+    limit = codec.max_nesting_depth()
+    if codec.nesting_depth_exceeds(tree, limit):
+        raise StateNestingError(
+            f"snapshot metadata nested deeper than {limit} levels", path="metadata", limit=limit
+        )
+    return tree
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -175,6 +187,12 @@ def check_record(record: SnapshotRecord, *, source: str = "") -> None:
     ):
         raise CorruptCheckpointError(
             f"snapshot {record.snapshot_id!r} does not hold the four state buckets",
+            source=source,
+        )
+    limit = codec.max_nesting_depth()
+    if codec.nesting_depth_exceeds(record.metadata, limit):
+        raise CorruptCheckpointError(
+            f"snapshot {record.snapshot_id!r} has metadata nested deeper than {limit} levels",
             source=source,
         )
 
@@ -208,7 +226,7 @@ class CheckpointSnapshot:
             snapshot_id=snapshot_id if snapshot_id is not None else new_snapshot_id(),
             parent_snapshot_id=parent_snapshot_id,
             timestamp=timestamp if timestamp is not None else _now_iso(),
-            metadata=codec.to_builtins(dict(metadata or {}), path="metadata"),
+            metadata=_metadata_tree(metadata),
             format=format,
             parts=_encode_parts(state, format),
         )

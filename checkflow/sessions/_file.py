@@ -189,6 +189,8 @@ def _decode_as(
         return decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CorruptSessionError(f"{problem} ({exc})", source=str(path)) from exc
+    except RecursionError as exc:
+        raise CorruptSessionError(f"{problem} (nested too deeply)", source=str(path)) from exc
 
 
 def _parse(data: bytes, path: Path, session_id: str) -> _SessionFile:

@@ -203,4 +203,6 @@ def decode_commit(payload: bytes, format: str, *, source: str) -> CommitRecord:
         record: CommitRecord = _COMMIT_DECODERS[format].decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CorruptCheckpointError(f"malformed commit record: {exc}", source=source) from exc
+    except RecursionError as exc:
+        raise CorruptCheckpointError("commit record nested too deeply", source=source) from exc
     return record
