@@ -150,14 +150,17 @@ class FileCheckpointStorage:
         fmt: Format = "json" if loaded.header.format == "json" else "msgpack"
         snapshots = [_snapshot(c, loaded.blobs, fmt, source) for c in loaded.commits]
         last = loaded.commits[-1]
-        checkpoint = Checkpoint(
-            loaded.header.checkpoint_id,
-            workflow_name=last.workflow_name,
-            graph_signature_hash=last.graph_signature_hash,
-            snapshots=snapshots,
-            head_snapshot_id=last.snapshot_id,
-            checkpoint_storage=self,
-        )
+        try:
+            checkpoint = Checkpoint(
+                loaded.header.checkpoint_id,
+                workflow_name=last.workflow_name,
+                graph_signature_hash=last.graph_signature_hash,
+                snapshots=snapshots,
+                head_snapshot_id=last.snapshot_id,
+                checkpoint_storage=self,
+            )
+        except CorruptCheckpointError as exc:
+            raise CorruptCheckpointError(str(exc), source=source) from exc
         snapshots[-1].verify()  # a damaged head fails here, not mid-run
         return checkpoint
 

@@ -264,7 +264,7 @@ class CosmosCheckpointStorage(CosmosResource):
                 head_snapshot_id=manifest.head,
                 checkpoint_storage=self,
             )
-        except (ValueError, SnapshotNotFoundError) as exc:
+        except (ValueError, SnapshotNotFoundError, CorruptCheckpointError) as exc:
             raise CorruptCheckpointError(str(exc), source=self._source(pk, MANIFEST_ID)) from exc
         self._remember(manifest)
         return checkpoint
