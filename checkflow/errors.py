@@ -336,7 +336,8 @@ class StorageError(CheckflowError):
 
     @classmethod
     def from_os_error(cls, exc: OSError, *, operation: str, resource: str) -> StorageError:
-        """The typed fault for ``exc``: full (ENOSPC, EDQUOT), read-only (EROFS) or unavailable."""
+        """The typed fault for ``exc``: full (ENOSPC, EFBIG, EDQUOT), read-only (EROFS), else
+        unavailable."""
         code = exc.errno
         kind: type[StorageError]
         if code in _FULL_ERRNOS:
@@ -359,7 +360,7 @@ class StorageUnavailableError(StorageError):
 
 
 class StorageFullError(StorageError):
-    """The storage has no space left (``ENOSPC``) or the quota is used up (``EDQUOT``)."""
+    """No space left (``ENOSPC``), a quota used up (``EDQUOT``) or a file size limit (``EFBIG``)."""
 
 
 class StorageReadOnlyError(StorageError):
@@ -367,7 +368,9 @@ class StorageReadOnlyError(StorageError):
 
 
 _FULL_ERRNOS = frozenset(
-    code for code in (_errno.ENOSPC, getattr(_errno, "EDQUOT", None)) if code is not None
+    code
+    for code in (_errno.ENOSPC, _errno.EFBIG, getattr(_errno, "EDQUOT", None))
+    if code is not None
 )
 
 

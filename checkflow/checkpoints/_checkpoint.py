@@ -48,7 +48,8 @@ class Checkpoint:
     Storages build loaded checkpoints through this same constructor; ``head_snapshot_id`` is
     then the persisted head. ``checkpoint_storage`` is a runtime attachment, never serialized.
     Snapshots whose parent links form a cycle, point outside the checkpoint or repeat an id
-    raise ``CorruptCheckpointError``.
+    raise ``CorruptCheckpointError``. ``pruned_snapshot_ids`` is what the storage recorded as
+    pruned (storages pass it; it is not serialized by ``to_bytes``).
     """
 
     def __init__(
@@ -60,11 +61,13 @@ class Checkpoint:
         snapshots: Iterable[CheckpointSnapshot] = (),
         head_snapshot_id: str | None = None,
         checkpoint_storage: CheckpointStorage | None = None,
+        pruned_snapshot_ids: Iterable[str] = (),
     ) -> None:
         self.checkpoint_id = checkpoint_id if checkpoint_id is not None else uuid.uuid4().hex
         self.workflow_name = workflow_name
         self.graph_signature_hash = graph_signature_hash
         self._storage = checkpoint_storage
+        self._pruned = frozenset(pruned_snapshot_ids)
         self._commit_lock = asyncio.Lock()
         self._restarts = 0  # bumped by restart_from: a commit landing later leaves the head be
         self._set_graph(list(snapshots), head_snapshot_id)
@@ -116,6 +119,15 @@ class Checkpoint:
     def snapshots(self) -> list[CheckpointSnapshot]:
         """Every retained snapshot in creation order (a new list; the snapshots are immutable)."""
         return list(self._snapshots.values())
+
+    @property
+    def pruned_snapshot_ids(self) -> frozenset[str]:
+        """Ids of snapshots the storage's ``prune()`` removed (as of load or refresh).
+
+        Lets a caller that remembers a head tell a pruned head (not a loss) from a lost one
+        (``CheckpointLostError``). Storages record prunes; an unattached checkpoint has none.
+        """
+        return self._pruned
 
     @property
     def head_snapshot_id(self) -> str | None:
@@ -236,6 +248,7 @@ class Checkpoint:
             self.workflow_name = loaded.workflow_name
             self.graph_signature_hash = loaded.graph_signature_hash
             self._set_graph(loaded.snapshots, loaded.persisted_head_snapshot_id)
+            self._pruned = loaded.pruned_snapshot_ids
 
     # -- serialization -------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -25,7 +26,15 @@ from pathlib import Path
 
 import msgspec
 
-from checkflow._fs import LoopLocks, atomic_write, exclusive_lock, fsync_directory, safe_name
+from checkflow._fs import (
+    LoopLocks,
+    atomic_write,
+    exclusive_lock,
+    fsync_directory,
+    os_errors_as,
+    safe_name,
+    shared_lock,
+)
 from checkflow.checkpoints import (
     Checkpoint,
     CheckpointSnapshot,
@@ -34,16 +43,20 @@ from checkflow.checkpoints import (
     SnapshotRecord,
 )
 from checkflow.errors import (
+    CheckflowError,
     CheckpointConflictError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
+    StorageError,
 )
 from checkflow.storage import _log
 from checkflow.storage._graph import unreachable
+from checkflow.storage._verify import VerifyReport, check_records
 
 __all__ = ["FileCheckpointStorage"]
 
 _LOG, _LOCK = "log", "lock"
+logger = logging.getLogger("checkflow.storage")
 # Per (root, checkpoint id), so every instance on one root shares them.
 _LOCKS: LoopLocks[tuple[str, str]] = LoopLocks()
 
@@ -105,6 +118,7 @@ class _Loaded:
     header: _log.LogHeader
     commits: list[_log.CommitRecord]
     blobs: dict[str, bytes]
+    torn_tail_bytes: int = 0
 
 
 class FileCheckpointStorage:
@@ -131,20 +145,22 @@ class FileCheckpointStorage:
     ) -> None:
         """Append ``snapshot`` as the new head if the head is still the expected one."""
         async with self._lock(checkpoint.checkpoint_id):
-            await asyncio.to_thread(
-                self._commit_sync,
-                checkpoint.checkpoint_id,
-                snapshot.record,
-                expected_head_snapshot_id,
-                (checkpoint.workflow_name, checkpoint.graph_signature_hash),
-            )
+            with self._faults("commit", checkpoint.checkpoint_id):
+                await asyncio.to_thread(
+                    self._commit_sync,
+                    checkpoint.checkpoint_id,
+                    snapshot.record,
+                    expected_head_snapshot_id,
+                    (checkpoint.workflow_name, checkpoint.graph_signature_hash),
+                )
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Read the log, verify the head's bytes are intact, and attach the checkpoint here.
 
         Older snapshots are checked when read; unregistered types fail at ``state`` access.
+        Reading never opens anything for writing, so it works on a read-only store.
         """
-        async with self._lock(checkpoint_id):
+        with self._faults("load", checkpoint_id):
             loaded = await asyncio.to_thread(self._load_sync, checkpoint_id)
         source = str(self._folder(checkpoint_id) / _LOG)
         fmt: Format = "json" if loaded.header.format == "json" else "msgpack"
@@ -158,6 +174,7 @@ class FileCheckpointStorage:
                 snapshots=snapshots,
                 head_snapshot_id=last.snapshot_id,
                 checkpoint_storage=self,
+                pruned_snapshot_ids=loaded.header.pruned,
             )
         except CorruptCheckpointError as exc:
             raise CorruptCheckpointError(str(exc), source=source) from exc
@@ -167,17 +184,28 @@ class FileCheckpointStorage:
     async def delete(self, checkpoint_id: str) -> None:
         """Remove the checkpoint's log (the lock file stays: other processes may hold it)."""
         async with self._lock(checkpoint_id):
-            await asyncio.to_thread(self._delete_sync, checkpoint_id)
+            with self._faults("delete", checkpoint_id):
+                await asyncio.to_thread(self._delete_sync, checkpoint_id)
 
     async def list_checkpoint_ids(self) -> list[str]:
         """The ids of every checkpoint with a committed snapshot under ``root``, sorted."""
-        return await asyncio.to_thread(self._list_sync)
+        with self._faults("list", None):
+            return await asyncio.to_thread(self._list_sync)
 
     async def prune(self, checkpoint_id: str, *, keep: Iterable[str]) -> list[str]:
         """Drop snapshots off the lineages of ``keep`` and the head, compacting the log."""
         keep = list(keep)
         async with self._lock(checkpoint_id):
-            return await asyncio.to_thread(self._prune_sync, checkpoint_id, keep)
+            with self._faults("prune", checkpoint_id):
+                return await asyncio.to_thread(self._prune_sync, checkpoint_id, keep)
+
+    async def verify(self, checkpoint_id: str | None = None) -> list[VerifyReport]:
+        """Read every record of every (or one) checkpoint; report what is wrong, fix nothing.
+
+        ``CheckpointNotFoundError`` for an unknown ``checkpoint_id``. Takes no write lock.
+        """
+        with self._faults("verify", checkpoint_id):
+            return await asyncio.to_thread(self._verify_sync, checkpoint_id)
 
     # -- worker-thread halves --------------------------------------------------------------
 
@@ -253,6 +281,7 @@ class FileCheckpointStorage:
         tail = _advanced(checkpoint_id, tail, payloads, _inode(st), base + valid, source)
         end = tail.end if tail is not None else 0
         if end < st.st_size:
+            _warn_torn(source, st.st_size - end, "dropping")
             os.ftruncate(fd, end)  # a crashed writer's torn record: never append after it
         if tail is None:
             self._tails.pop(checkpoint_id)
@@ -274,6 +303,8 @@ class FileCheckpointStorage:
         finally:
             os.close(fd)
         payloads, end = _log.scan(data, source=source)
+        if end < st.st_size:
+            _warn_torn(source, st.st_size - end, "ignoring")
         if not payloads:
             raise CheckpointNotFoundError(checkpoint_id)
         header = _log.decode_header(payloads[0], source=source, checkpoint_id=checkpoint_id)
@@ -294,10 +325,13 @@ class FileCheckpointStorage:
                 known=set(blobs),
             ),
         )
-        return _Loaded(header, commits, blobs)
+        return _Loaded(header, commits, blobs, st.st_size - end)
 
     def _load_sync(self, checkpoint_id: str) -> _Loaded:
-        with self._existing(checkpoint_id):
+        folder = self._folder(checkpoint_id)
+        if not (folder / _LOG).exists():
+            raise CheckpointNotFoundError(checkpoint_id)
+        with shared_lock(folder / _LOCK):
             return self._read(checkpoint_id)
 
     def _delete_sync(self, checkpoint_id: str) -> None:
@@ -326,6 +360,61 @@ class FileCheckpointStorage:
                 self._tails.pop(checkpoint_id)
             return removed
 
+    def _verify_sync(self, checkpoint_id: str | None) -> list[VerifyReport]:
+        if checkpoint_id is not None:
+            if not (self._folder(checkpoint_id) / _LOG).exists():
+                raise CheckpointNotFoundError(checkpoint_id)
+            return [self._verify_one(checkpoint_id, self._folder(checkpoint_id) / _LOG)]
+        if not self.root.is_dir():
+            return []
+        reports = []
+        for folder in sorted(self.root.iterdir()):
+            path = folder / _LOG
+            if path.is_file():
+                reports.append(self._verify_one(_log_owner(path, folder.name), path))
+        return sorted(reports, key=lambda report: report.checkpoint_id)
+
+    def _verify_one(self, checkpoint_id: str, path: Path) -> VerifyReport:
+        source = str(path)
+        with shared_lock(path.parent / _LOCK):
+            data = path.read_bytes()
+        try:
+            payloads, end = _log.scan(data, source=source)
+            header = _log.decode_header(payloads[0], source=source) if payloads else None
+        except CheckflowError as exc:
+            return VerifyReport(checkpoint_id, corrupt=(str(exc),))
+        torn = len(data) - end
+        if header is None or len(payloads) < 2:
+            return VerifyReport(checkpoint_id, torn_tail_bytes=torn or len(data))
+        problems: list[str] = []
+        commits: list[_log.CommitRecord] = []
+        for index, payload in enumerate(payloads[1:], start=1):
+            try:
+                commits.append(_log.decode_commit(payload, header.format, source=source))
+            except CheckflowError as exc:
+                problems.append(f"record {index}: {exc}")
+        blobs = {digest: bytes(raw) for c in commits for digest, raw in c.blobs.items()}
+        records: list[SnapshotRecord] = []
+        fmt: Format = "json" if header.format == "json" else "msgpack"
+        for commit in commits:
+            try:
+                records.append(_snapshot(commit, blobs, fmt, source).record)
+            except CheckflowError as exc:
+                problems.append(str(exc))
+        named = {h for c in commits for refs in c.parts.values() for h in refs.values()}
+        for digest, raw in blobs.items():
+            if _digest(raw) != digest:
+                problems.append(f"{source}: state part {digest!r} does not match its hash")
+        return check_records(
+            header.checkpoint_id,
+            commits[-1].snapshot_id if commits else None,
+            records,
+            source=source,
+            torn_tail_bytes=torn,
+            corrupt=problems,
+            unreachable=sorted(set(blobs) - named),
+        )
+
     # -- folders and locks -----------------------------------------------------------------
 
     def _folder(self, checkpoint_id: str) -> Path:
@@ -342,6 +431,36 @@ class FileCheckpointStorage:
 
     def _lock(self, checkpoint_id: str) -> asyncio.Lock:
         return _LOCKS((str(self.root), checkpoint_id))
+
+    def _faults(
+        self, operation: str, checkpoint_id: str | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """Disk faults (full, read-only, I/O) as typed ``StorageError``s naming the folder."""
+        resource = str(self.root if checkpoint_id is None else self._folder(checkpoint_id))
+        return os_errors_as(
+            lambda exc: StorageError.from_os_error(
+                exc, operation=f"checkpoint {operation}", resource=resource
+            )
+        )
+
+
+def _warn_torn(source: str, size: int, action: str) -> None:
+    logger.warning(
+        "%s a torn tail of %d bytes at the end of %s (a write that never completed)",
+        action,
+        size,
+        source,
+    )
+
+
+def _log_owner(path: Path, fallback: str) -> str:
+    """The checkpoint id a log's header names (the folder name when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            payloads, _ = _log.scan(handle.read(65536), source=str(path))
+        return _log.decode_header(payloads[0], source=str(path)).checkpoint_id
+    except (CheckflowError, IndexError):
+        return fallback
 
 
 def _inode(st: os.stat_result) -> tuple[int, int]:
@@ -440,7 +559,8 @@ def _snapshot(
 def _compacted(loaded: _Loaded, removed: set[str]) -> bytes:
     """A fresh log holding only the surviving commits, each part's bytes written once."""
     fmt = loaded.header.format
-    chunks = [_log.frame(_log.encode_header(loaded.header.checkpoint_id, fmt))]
+    pruned = sorted(set(loaded.header.pruned) | removed)
+    chunks = [_log.frame(_log.encode_header(loaded.header.checkpoint_id, fmt, pruned))]
     written: set[str] = set()
     for commit in loaded.commits:
         if commit.snapshot_id in removed:

@@ -50,12 +50,17 @@ _HEAD = struct.Struct("<4sIII")
 
 
 class LogHeader(msgspec.Struct, frozen=True):
-    """First record of every log: what it is and whose it is."""
+    """First record of every log: what it is and whose it is.
+
+    ``pruned`` lists the snapshot ids ``prune()`` removed (a prune rewrites the log, header
+    included), so a head that was pruned is told apart from one that was lost.
+    """
 
     kind: str
     version: int
     checkpoint_id: str
     format: str
+    pruned: list[str] = []
 
 
 class CommitRecord(SnapshotHeader, frozen=True):
@@ -78,9 +83,10 @@ _COMMIT_DECODERS: dict[str, Any] = {
 _HEADER_DECODER = msgspec.json.Decoder(LogHeader)
 
 
-def encode_header(checkpoint_id: str, format: str) -> bytes:
-    """The header payload of a new log (always JSON, so any reader can tell the encoding)."""
-    return _ENCODERS["json"].encode(LogHeader(LOG_KIND, LOG_VERSION, checkpoint_id, format))
+def encode_header(checkpoint_id: str, format: str, pruned: list[str] | None = None) -> bytes:
+    """The header payload of a log (always JSON, so any reader can tell the encoding)."""
+    header = LogHeader(LOG_KIND, LOG_VERSION, checkpoint_id, format, pruned or [])
+    return _ENCODERS["json"].encode(header)
 
 
 def encode_commit(record: CommitRecord, format: str) -> bytes:
@@ -174,11 +180,15 @@ def committed_checkpoint_id(path: Path) -> str | None:
     """
     try:
         with open(path, "rb") as handle:
-            start = handle.read(4096)
             size = os.fstat(handle.fileno()).st_size
+            start = handle.read(_HEAD.size)
+            header_end = _frame_end(start, 0)
+            if header_end is None or header_end > size:
+                return None
+            start += handle.read(header_end + _HEAD.size - len(start))
     except (FileNotFoundError, NotADirectoryError):
         return None
-    payloads, end = scan(start[: _frame_end(start, 0) or 0], source=str(path))
+    payloads, end = scan(start[:header_end], source=str(path))
     if not payloads:
         return None
     first_commit_end = _frame_end(start, end)
