@@ -80,8 +80,8 @@ async def main(runs: int, repeat: int) -> None:
             await workflow.run(f"message {n}", checkpoint=big)
         grow = time.perf_counter() - grow_start
         loaded = await storage.load("big")
-        pending = len((loaded.head_snapshot.state["messages"]["pending"]  # type: ignore[union-attr]
-                       .get("requests", {})))
+        pending = len(loaded.head_snapshot.state["messages"]["pending"]  # type: ignore[union-attr]
+                       .get("requests", {}))
         print(f"grew one checkpoint: {len(loaded.snapshots)} snapshots, {pending} pending "
               f"requests, {log_bytes(root) / 2**20:.1f} MiB of log in {grow:.1f} s")
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from checkflow._fs import safe_name
-from checkflow.checkpoints import Checkpoint
+from checkflow.checkpoints import Checkpoint, SnapshotHeader
 from checkflow.errors import (
     StorageError,
     StorageFullError,
@@ -118,12 +118,13 @@ async def test_verify_reports_a_part_missing_from_the_log(tmp_path: Path, make_s
     await committed(tmp_path, make_state, 1)
     payloads, _ = _log.scan(log_of(tmp_path).read_bytes(), source="x")
     header = _log.decode_header(payloads[0], source="x")
-    commit = _log.decode_commit(payloads[1], header.format, source="x")
-    import msgspec
-
-    stripped = msgspec.structs.replace(commit, blobs={})
+    commit = _log.decode_record(payloads[-1], header.format, source="x")
+    refs = _log.decode_record(payloads[-2], header.format, source="x")
+    stripped = _log.CommitRecord(**{n: getattr(commit, n) for n in
+                                    SnapshotHeader.__struct_fields__}, parts=refs, blobs={})
+    v1_header = _log.encode_header("c", header.format, version=1)  # a log of version 1
     log_of(tmp_path).write_bytes(
-        _log.frame(payloads[0]) + _log.frame(_log.encode_commit(stripped, header.format)))
+        _log.frame(v1_header) + _log.frame(_log.encode_commit(stripped, header.format)))
     (report,) = await FileCheckpointStorage(tmp_path).verify("c")
     assert any("which the log does not hold" in p for p in report.corrupt), report
 
