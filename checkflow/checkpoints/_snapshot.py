@@ -180,18 +180,21 @@ def check_record(record: SnapshotRecord, *, source: str = "") -> None:
         )
 
 
-def _check_header(record: SnapshotRecord, *, source: str) -> None:
+def _check_header(
+    record: SnapshotRecord | SnapshotHeader, *, source: str, format: str | None = None
+) -> None:
     if record.format_version != FORMAT_VERSION:
         raise UnsupportedFormatVersionError(
             f"{source + ': ' if source else ''}snapshot {record.snapshot_id!r} has format "
             f"version {record.format_version}; this release reads version {FORMAT_VERSION}",
             version=record.format_version,
         )
-    if record.format not in _FORMATS:
+    fmt = format if format is not None else getattr(record, "format", None)
+    if fmt not in _FORMATS:
         raise UnsupportedFormatVersionError(
             f"{source + ': ' if source else ''}snapshot {record.snapshot_id!r} has unknown "
-            f"encoding {record.format!r}",
-            format=record.format,
+            f"encoding {fmt!r}",
+            format=fmt,
         )
     limit = codec.max_nesting_depth()
     if codec.nesting_depth_exceeds(record.metadata, limit):
@@ -210,7 +213,7 @@ class CheckpointSnapshot:
     with ``CheckpointSnapshot.from_record()``.
     """
 
-    __slots__ = ("_fetch", "_format", "_header", "_record", "_source")
+    __slots__ = ("_fetch", "_format", "_header", "_parent", "_record", "_sid", "_source")
 
     def __init__(
         self,
@@ -229,7 +232,8 @@ class CheckpointSnapshot:
         self._header: SnapshotHeader | None = None
         self._fetch: Callable[[], dict[str, dict[str, bytes]]] | None = None
         self._format: Format = format
-        self._record: SnapshotRecord | None = SnapshotRecord(
+        self._record: SnapshotRecord | None
+        self._record = record = SnapshotRecord(
             snapshot_id=snapshot_id if snapshot_id is not None else new_snapshot_id(),
             parent_snapshot_id=parent_snapshot_id,
             timestamp=timestamp if timestamp is not None else _now_iso(),
@@ -237,6 +241,7 @@ class CheckpointSnapshot:
             format=format,
             parts=_encode_parts(state, format),
         )
+        self._sid, self._parent = record.snapshot_id, record.parent_snapshot_id
 
     @classmethod
     def from_record(cls, record: SnapshotRecord, *, source: str = "") -> CheckpointSnapshot:
@@ -251,6 +256,7 @@ class CheckpointSnapshot:
         snapshot._header = None
         snapshot._fetch = None
         snapshot._format = record.format
+        snapshot._sid, snapshot._parent = record.snapshot_id, record.parent_snapshot_id
         return snapshot
 
     @classmethod
@@ -268,14 +274,14 @@ class CheckpointSnapshot:
         ``header`` at once; ``state``, ``record`` and ``verify()`` call ``fetch`` (once; the
         record is then kept). The header is checked now, the parts when fetched.
         """
-        probe = SnapshotRecord.from_header(header, format=format, parts={})
-        _check_header(probe, source=source)
+        _check_header(header, source=source, format=format)
         snapshot = cls.__new__(cls)
         snapshot._record = None
         snapshot._header = header
         snapshot._fetch = fetch
         snapshot._format = format
         snapshot._source = source
+        snapshot._sid, snapshot._parent = header.snapshot_id, header.parent_snapshot_id
         return snapshot
 
     @property
@@ -297,12 +303,12 @@ class CheckpointSnapshot:
     @property
     def snapshot_id(self) -> str:
         """This snapshot's id, unique within its checkpoint."""
-        return self._head.snapshot_id
+        return self._sid
 
     @property
     def parent_snapshot_id(self) -> str | None:
         """The snapshot this one continues from; ``None`` for a lineage's first snapshot."""
-        return self._head.parent_snapshot_id
+        return self._parent
 
     @property
     def timestamp(self) -> str:

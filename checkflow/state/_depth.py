@@ -83,8 +83,11 @@ def nesting_depth_exceeds(value: Any, limit: int) -> bool:
         return False
     if limit == 0:
         return True
-    stack = [iter(value.values() if type(value) is dict else value)]
     containers = _CONTAINERS
+    items = value.values() if type(value) is dict else value
+    if limit >= 1 and not any(type(item) in containers for item in items):
+        return False  # the common case, e.g. flat metadata: one level
+    stack = [iter(items)]
     while stack:
         for item in stack[-1]:
             if type(item) in containers:

@@ -48,7 +48,7 @@ from checkflow.errors import (
     CorruptCheckpointError,
     StorageError,
 )
-from checkflow.storage import _index, _log
+from checkflow.storage import _chunks, _index, _log
 from checkflow.storage._graph import unreachable
 from checkflow.storage._verify import VerifyReport
 from checkflow.storage._verify_file import verify_log
@@ -289,12 +289,20 @@ class FileCheckpointStorage:
                     new.setdefault(digest, data)
         header = _log.CommitHeader(**record.header(), workflow_name=identity[0],
                                    graph_signature_hash=identity[1])
-        payloads = [_log.blob_payload(d, data) for d, data in new.items()]
+        stored: list[tuple[str, bytes]] = []  # (digest, B or T payload) in writing order
+        seen: set[str] = set()
+
+        def known(digest: str) -> bool:
+            return digest in seen or digest in index.blobs or digest in index.memory
+
+        for digest, data in new.items():
+            stored += _part_payloads(digest, data, fmt, known, seen)
+        payloads = [p for _, p in stored]
         payloads += [_log.refs_payload(refs, fmt), _log.commit_payload(header, fmt)]
         frames = [_log.frame(p) for p in payloads]
         start = _append_durably(fd, b"".join(frames))
         pos = start
-        for digest, frame, payload in zip(new, frames, payloads, strict=False):
+        for (digest, payload), frame in zip(stored, frames, strict=False):
             index.blobs[digest] = (pos, len(payload))
             pos += len(frame)
         refs_at, commit_at = pos, pos + len(frames[-2])
@@ -431,8 +439,8 @@ class FileCheckpointStorage:
                     for key, data in values.items():
                         digest = refs[bucket][key] = _digest(data)
                         if digest not in written:
-                            written.add(digest)
-                            chunks.append(_log.frame(_log.blob_payload(digest, data)))
+                            chunks += (_log.frame(p) for _, p in _part_payloads(
+                                digest, data, fmt, written.__contains__, written))
                 chunks.append(_log.frame(_log.refs_payload(refs, fmt)))
                 chunks.append(_log.frame(_log.commit_payload(entry.header, fmt)))
         finally:
@@ -483,6 +491,30 @@ class FileCheckpointStorage:
                 exc, operation=f"checkpoint {operation}", resource=resource
             )
         )
+
+
+def _part_payloads(
+    digest: str, data: bytes, fmt: str, known: Callable[[str], bool], seen: set[str]
+) -> list[tuple[str, bytes]]:
+    """The ``B`` (and, for a big part, ``T``) records storing ``data`` as ``digest``.
+
+    Pieces the log already holds (``known``) are not written again; ``seen`` collects every
+    hash written, so one commit never writes a piece twice.
+    """
+    pieces = _chunks.cut(data, fmt)
+    seen.add(digest)
+    if len(pieces) == 1:
+        return [(digest, _log.blob_payload(digest, data))]
+    out: list[tuple[str, bytes]] = []
+    hashes = []
+    for piece in pieces:
+        piece_digest = _digest(piece)
+        hashes.append(piece_digest)
+        if not known(piece_digest):
+            seen.add(piece_digest)
+            out.append((piece_digest, _log.blob_payload(piece_digest, piece)))
+    out.append((digest, _log.pieces_payload(digest, hashes)))
+    return out
 
 
 def _warn_torn(source: str, size: int, action: str) -> None:

@@ -153,7 +153,7 @@ def _walk(fd: int, index: Index, size: int, source: str) -> None:
         if end > size:
             break  # cut short by a crash
         kind = peek[_log.HEAD_SIZE : _log.HEAD_SIZE + 1]
-        if kind == _log.BLOB:
+        if kind == _log.BLOB or kind == _log.PIECES:
             digest = peek[_log.HEAD_SIZE + 1 :].decode("ascii", "replace")
             staged[digest] = (pos, length)
         elif kind == _log.REFS:
@@ -213,6 +213,9 @@ def _blob(fd: int, index: Index, digest: str, source: str, entry: Entry) -> byte
             f"snapshot {entry.header.snapshot_id!r} names state part {digest!r}, which the "
             "log does not hold", source=source)
     payload: bytes = read_frame(fd, where[0], where[1], source)
+    if payload[:1] == _log.PIECES:
+        return b"".join(_blob(fd, index, piece, source, entry)
+                        for piece in _log.piece_digests(payload))
     return payload[1 + _log.DIGEST_SIZE :]
 
 

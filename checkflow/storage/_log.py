@@ -40,6 +40,7 @@ __all__ = [
     "HEAD_SIZE",
     "LOG_KIND",
     "LOG_VERSION",
+    "PIECES",
     "PRUNE",
     "READABLE_VERSIONS",
     "REFS",
@@ -56,6 +57,8 @@ __all__ = [
     "encode_header",
     "frame",
     "frame_head",
+    "piece_digests",
+    "pieces_payload",
     "prune_payload",
     "refs_payload",
     "scan",
@@ -64,7 +67,7 @@ __all__ = [
 LOG_KIND = "checkflow.checkpoint-log"
 LOG_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-BLOB, REFS, COMMIT, PRUNE = b"B", b"R", b"C", b"P"
+BLOB, PIECES, REFS, COMMIT, PRUNE = b"B", b"T", b"R", b"C", b"P"
 DIGEST_SIZE = 32  # hex characters of a part's content hash
 MAGIC = b"CFL1"
 END = b"CFE\n"
@@ -127,6 +130,17 @@ _PRUNE_DECODERS: dict[str, Any] = {
 def blob_payload(digest: str, data: bytes) -> bytes:
     """A ``B`` record: one state part, addressed by ``digest``."""
     return b"".join((BLOB, digest.encode("ascii"), data))
+
+
+def pieces_payload(digest: str, pieces: list[str]) -> bytes:
+    """A ``T`` record: a part stored as pieces (by hash) whose concatenation is its bytes."""
+    return b"".join((PIECES, digest.encode("ascii"), "".join(pieces).encode("ascii")))
+
+
+def piece_digests(payload: bytes) -> list[str]:
+    """The piece hashes a ``T`` record lists, in order."""
+    body = payload[1 + DIGEST_SIZE :].decode("ascii", "replace")
+    return [body[i : i + DIGEST_SIZE] for i in range(0, len(body), DIGEST_SIZE)]
 
 
 def refs_payload(refs: dict[str, dict[str, str]], format: str) -> bytes:

@@ -18,6 +18,29 @@ from checkflow.storage._verify import VerifyReport, check_records
 __all__ = ["verify_log"]
 
 
+def header_trees(blobs: dict[str, bytes]) -> list[str]:
+    """The hashes stored as a ``T`` record (the staged value is the whole record)."""
+    return [d for d, v in blobs.items() if v[:1] == _log.PIECES and
+            v[1 : 1 + _log.DIGEST_SIZE].decode("ascii", "replace") == d]
+
+
+def _join_pieces(
+    blobs: dict[str, bytes], problems: list[str], source: str, *, trees: set[str]
+) -> dict[str, list[str]]:
+    """Replace each ``T`` record in ``blobs`` by the joined bytes; return its piece hashes."""
+    pieces_of: dict[str, list[str]] = {}
+    for digest in trees:
+        pieces = _log.piece_digests(blobs[digest])
+        pieces_of[digest] = pieces
+        missing = [p for p in pieces if p not in blobs or p in trees]
+        if missing:
+            problems.append(f"{source}: state part {digest!r} lacks its pieces {missing}")
+            del blobs[digest]
+            continue
+        blobs[digest] = b"".join(blobs[p] for p in pieces)
+    return pieces_of
+
+
 def verify_log(data: bytes, *, source: str, fallback_id: str) -> VerifyReport:
     """The report for the log ``data`` (``fallback_id`` names it if its header is unreadable)."""
     try:
@@ -48,8 +71,9 @@ def verify_log(data: bytes, *, source: str, fallback_id: str) -> VerifyReport:
                 committed_end = pos
                 continue
             kind = payload[:1]
-            if kind == _log.BLOB:
-                staged[payload[1 : 1 + _log.DIGEST_SIZE].decode("ascii", "replace")] = (
+            if kind == _log.BLOB or kind == _log.PIECES:
+                digest = payload[1 : 1 + _log.DIGEST_SIZE].decode("ascii", "replace")
+                staged[digest] = payload if kind == _log.PIECES else (
                     payload[1 + _log.DIGEST_SIZE :])
                 continue
             record = _log.decode_record(payload, header.format, source=source)
@@ -66,6 +90,7 @@ def verify_log(data: bytes, *, source: str, fallback_id: str) -> VerifyReport:
             staged, refs, committed_end = {}, None, pos
         except CheckflowError as exc:
             problems.append(str(exc))
+    pieces_of = _join_pieces(blobs, problems, source, trees=set(header_trees(blobs)))
     for digest, part in blobs.items():
         if hashlib.blake2b(part, digest_size=16).hexdigest() != digest:
             problems.append(f"{source}: state part {digest!r} does not match its hash")
@@ -74,6 +99,8 @@ def verify_log(data: bytes, *, source: str, fallback_id: str) -> VerifyReport:
     leftovers: list[str] = []
     for commit_header, commit_refs in commits:
         named.update(d for keys in commit_refs.values() for d in keys.values())
+        named.update(p for keys in commit_refs.values() for d in keys.values()
+                     for p in pieces_of.get(d, ()))
         if commit_header.snapshot_id in pruned:
             continue  # kept until a compaction: by design, not a leftover
         try:
