@@ -32,6 +32,9 @@ from checkflow.errors import (
     InvalidResponseError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
+    StorageError,
+    StorageFullError,
+    StorageReadOnlyError,
 )
 from checkflow.hosting._views import error_body
 
@@ -208,7 +211,11 @@ def _storage_fault(exc: BaseException) -> tuple[str, dict[str, Any]] | None:
         return "checkpoint_corrupt", {"source": exc.source}
     if isinstance(exc, CorruptSessionError):
         return "session_corrupt", {"source": exc.source}
-    if isinstance(exc, CommitOutcomeUnknownError):
+    if isinstance(exc, StorageFullError):
+        return "storage_full", {}
+    if isinstance(exc, StorageReadOnlyError):
+        return "storage_read_only", {}
+    if isinstance(exc, (StorageError, CommitOutcomeUnknownError)):
         return "storage_unavailable", {}
     if isinstance(exc, OSError):
         return _OS_FAULTS.get(exc.errno or 0, "storage_unavailable"), {}
