@@ -15,6 +15,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   ├── CommitOutcomeUnknownError       a remote commit may or may not have landed
     │   ├── CorruptCheckpointError          bytes that are not a valid checkpoint or snapshot
     │   │   └── CheckpointLostError         storage no longer has a head a caller acknowledged
+    │   ├── StateTooLargeError              a state larger than the checkpoint's limit
     │   └── UnsupportedFormatVersionError   an envelope of an unknown format or version
     ├── WorkflowError                       building and running workflows
     │   ├── WorkflowValidationError         build() refused the graph
@@ -81,6 +82,7 @@ __all__ = [
     "StateEncodingError",
     "StateError",
     "StateNestingError",
+    "StateTooLargeError",
     "StorageError",
     "StorageFullError",
     "StorageReadOnlyError",
@@ -339,6 +341,21 @@ class InterceptorError(WorkflowError):
         self.interceptor = interceptor
         self.hook = hook
         self.error = error
+
+
+class StateTooLargeError(CheckpointError):
+    """A commit's encoded state is larger than the checkpoint's ``max_state_bytes``.
+
+    Nothing was committed; ``size`` and ``limit`` are in bytes.
+    """
+
+    def __init__(self, checkpoint_id: str, *, size: int, limit: int) -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r}: the state to commit is {size} bytes encoded, over "
+            f"the limit of {limit}")
+        self.checkpoint_id = checkpoint_id
+        self.size = size
+        self.limit = limit
 
 
 # -- storage faults ------------------------------------------------------------------------

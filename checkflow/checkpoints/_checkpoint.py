@@ -24,6 +24,7 @@ from checkflow.errors import (
     CheckpointInUseError,
     CorruptCheckpointError,
     SnapshotNotFoundError,
+    StateTooLargeError,
 )
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class Checkpoint:
         self.graph_signature_hash = graph_signature_hash
         self._storage = checkpoint_storage
         self._pruned = frozenset(pruned_snapshot_ids)
+        self.max_state_bytes: int | None = None
+        """Refuse a commit whose encoded state is larger (runtime-only; hosts set it)."""
         self._commit_lock = asyncio.Lock()
         self._restarts = 0  # bumped by restart_from: a commit landing later leaves the head be
         self._set_graph(list(snapshots), head_snapshot_id)
@@ -200,6 +203,7 @@ class Checkpoint:
             snapshot = CheckpointSnapshot(
                 state=state, parent_snapshot_id=self._head, metadata=metadata, format=fmt
             )
+            self._check_size(snapshot)
         except BaseException:
             self._commit_lock.release()
             raise
@@ -213,6 +217,14 @@ class Checkpoint:
         # next commit start before this one's outcome is in memory.
         task.add_done_callback(_release(self._commit_lock))
         return await asyncio.shield(task)
+
+    def _check_size(self, snapshot: CheckpointSnapshot) -> None:
+        limit = self.max_state_bytes
+        if limit is None:
+            return
+        size = sum(len(d) for parts in snapshot.record.parts.values() for d in parts.values())
+        if size > limit:
+            raise StateTooLargeError(self.checkpoint_id, size=size, limit=limit)
 
     async def _persist(
         self,
