@@ -315,3 +315,20 @@ async def test_checkpoints_verify_reports_a_torn_tail_and_exits_1(
     assert 0 < report["torn_tail_bytes"] < log.stat().st_size - size
     assert await asyncio.to_thread(main, [*argv[:-1], done.resume_token.checkpoint_id]) == 1
     assert "torn tail" in capsys.readouterr().out
+
+
+async def test_the_tree_of_a_checkpoint_with_thousands_of_nested_branch_points_renders() -> None:
+    from checkflow.checkpoints import Checkpoint
+    from checkflow.cli._tree import render_tree
+
+    state = {"workflow_state": {}, "executor_states": {}, "edge_states": {},
+             "messages": {"input": [], "pending": {}, "output": []}}
+    checkpoint = Checkpoint("deep")
+    for _ in range(1_500):  # each snapshot gets two children: the chain forks at every step
+        parent = checkpoint.head_snapshot_id
+        await checkpoint.commit_snapshot(state=state)
+        if parent is not None:
+            checkpoint.restart_from(parent)
+            await checkpoint.commit_snapshot(state=state)
+    lines = render_tree(checkpoint).splitlines()
+    assert len(lines) == len(checkpoint.snapshots)
