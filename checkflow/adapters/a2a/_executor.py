@@ -116,7 +116,8 @@ class _Relay:
                 if isinstance(event, OutputEvent):
                     if (isinstance(event.data, A2AMessage) and not self.started
                             and self.held is None):
-                        self.held = (event.data, event.sequence)  # maybe the direct reply: decided at the end
+                        # maybe the direct reply: decided when the run ends
+                        self.held = (event.data, event.sequence)
                         continue
                     await self.start()
                     await self.queue.enqueue_event(self.events.output(event.data,

@@ -11,8 +11,8 @@ it never runs the workflow and never decides protocol rules.
 from __future__ import annotations
 
 import base64
-import builtins
 import binascii
+import builtins
 import time
 from typing import Any, Protocol
 
