@@ -142,8 +142,7 @@ class RunGate(RequestContextBuilder):
                         context: ServerCallContext) -> tuple[str, PreparedRun]:
         if context_id:
             check_context_id(context_id)
-            waiting = [t.id for t in await self._store.context_tasks(context_id, context)
-                       if t.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED]
+            waiting = await self._waiting(context_id, context)
             if waiting:
                 raise UnsupportedOperationError(
                     message=f"task {waiting[0]} in context {context_id} is waiting for input: "
@@ -155,6 +154,23 @@ class RunGate(RequestContextBuilder):
         value = input_value(message, whole_message=await self._takes_a2a_message())
         stream = await self._start(context_id, context, message=value)
         return context_id, PreparedRun(stream, new_task=True, run_index=0)
+
+    async def _waiting(self, context_id: str, context: ServerCallContext) -> list[str]:
+        """The context's input-required tasks whose requests the conversation still has.
+
+        A task answered outside A2A (the native API) keeps its last A2A state but no longer
+        blocks its context; continuing it is refused as stale by its resume token.
+        """
+        paused = [t for t in await self._store.context_tasks(context_id, context)
+                  if t.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED]
+        if not paused:
+            return []
+        try:
+            state = await self._host.get_conversation(context_id,
+                                                      principal=principal_of(context))
+        except ConversationNotFoundError:
+            return []
+        return [t.id for t in paused if set(pending_ids(t)) & set(state.pending_requests)]
 
     async def _start(self, context_id: str, context: ServerCallContext, *,
                      task_id: str | None = None, message: Any = None,

@@ -119,7 +119,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         events = RunEvents(task.id, task.context_id, run_index_of(task))
         known = {a.artifact_id for a in task.artifacts}
         pending: dict[str, PendingRequest] = {}
-        status = RunStatus.IDLE
+        status: RunStatus | None = None
         failure: BaseException | None = None
         async for event in self._host.subscribe(task.context_id,
                                                 principal=principal_of(context)):
@@ -133,12 +133,13 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
                 status = event.status
             elif isinstance(event, WorkflowFailedEvent):
                 status, failure = RunStatus.FAILED, event.error
-        # The relaying process writes the final state too; read it if it already has.
+        # The relaying process writes the final state too; prefer it when it is there.
         stored = await self._store.get(task.id, context)
         if stored is not None and stored.task.status.state != a2a_pb2.TASK_STATE_WORKING:
             yield stored.task
-            return
-        yield events.final(status, pending=pending, resume_token=None, error=failure)
+        elif status is not None and status is not RunStatus.RUNNING:
+            yield events.final(status, pending=pending, resume_token=None, error=failure)
+        # else: no run of this conversation is visible here; the stream ends at the task
 
     async def on_cancel_task(self, params: a2a_pb2.CancelTaskRequest,
                              context: ServerCallContext) -> a2a_pb2.Task | None:
