@@ -54,7 +54,7 @@ async def test_the_card_names_the_public_url_and_a_given_card_overrides_the_work
 def test_a_card_file_that_is_not_a_card_is_refused_naming_it(tmp_path: Any) -> None:
     bad = tmp_path / "card.json"
     bad.write_text('{"name": 3, "nonsense": true}')
-    with pytest.raises(ValueError, match="card.json"):
+    with pytest.raises(ValueError, match=r"card\.json"):
         A2AAdapter(agent_card=bad)
     with pytest.raises(ValueError, match="rpc_path"):
         A2AAdapter(rpc_path="a2a/")
