@@ -27,7 +27,7 @@ TARGET = "a2a_e2e_flows:workflow"
 @pytest.fixture(params=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
                 ids=["jsonrpc", "rest"])
 def binding(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+    return str(request.param.value)
 
 
 @pytest.fixture

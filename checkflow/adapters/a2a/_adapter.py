@@ -83,9 +83,9 @@ class A2AAdapter:
         self.prefixes = _outermost([self.rpc_path, self.rest_prefix,
                                     AGENT_CARD_WELL_KNOWN_PATH])
 
-    def card_for(self, description: HostDescription, base_url: str) -> a2a_pb2.AgentCard:
-        """The card served for ``description`` at ``base_url``."""
-        card = self._card if self._card is not None else base_card(description)
+    def card_for(self, name: str, description: str, base_url: str) -> a2a_pb2.AgentCard:
+        """The card served for a host of that name and description at ``base_url``."""
+        card = self._card if self._card is not None else base_card(name, description)
         return with_interfaces(card, self.public_url or base_url, rpc_path=self.rpc_path,
                                rest_prefix=self.rest_prefix)
 
@@ -102,11 +102,12 @@ class A2AAdapter:
             return A2AMessage in (await describe()).input_types
 
         async def card_modifier(card: a2a_pb2.AgentCard) -> a2a_pb2.AgentCard:
-            return self.card_for(await describe(), _BASE_URL.get("http://127.0.0.1"))
+            described = await describe()
+            return self.card_for(described.name, described.description,
+                                 _BASE_URL.get("http://127.0.0.1"))
 
-        placeholder = self.card_for(HostDescription(name="checkflow", description="checkflow",
-                                                    input_types=(), chat_input=False),
-                                    self.public_url or "http://127.0.0.1")
+        # the handler reads only the capabilities; the served card is built per request
+        placeholder = self.card_for("checkflow", "", self.public_url or "http://127.0.0.1")
         store = A2ATaskStore(host.records("a2a"))
         executor = HostExecutor(host)
         gate = RunGate(host, store, executor, takes_a2a_message)

@@ -16,8 +16,6 @@ from a2a.types import a2a_pb2
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 from google.protobuf import json_format
 
-from checkflow.hosting import HostDescription
-
 __all__ = ["base_card", "load_card", "with_interfaces"]
 
 _MODES = ["text/plain", "application/json"]
@@ -46,10 +44,10 @@ def _skill_id(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "workflow"
 
 
-def base_card(description: HostDescription) -> a2a_pb2.AgentCard:
+def base_card(name: str, description: str) -> a2a_pb2.AgentCard:
     """The card a workflow (or agent) describes: one skill, text and JSON in and out."""
-    name = description.name or "checkflow agent"
-    text = description.description or f"The {name} workflow, served by checkflow."
+    name = name or "checkflow agent"
+    text = description or f"The {name} workflow, served by checkflow."
     return a2a_pb2.AgentCard(
         name=name, description=text, version="1.0.0",
         default_input_modes=_MODES, default_output_modes=_MODES,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -23,19 +24,29 @@ from checkflow.adapters.a2a._events import RunEvents
 from checkflow.adapters.a2a._parts import message_to_proto
 from checkflow.adapters.a2a._store import principal_of
 from checkflow.adapters.a2a._types import A2AMessage
-from checkflow.hosting import Host, HostedRunStream
-from checkflow.workflows import OutputEvent, RequestInfoEvent, RunStatus
+from checkflow.hosting import Host, HostedRun
+from checkflow.workflows import OutputEvent, RequestInfoEvent, RunStatus, WorkflowEvent
 
 __all__ = ["HostExecutor", "PreparedRun"]
 
 
 @dataclass(eq=False)
 class PreparedRun:
-    """A host run started for one A2A request, waiting for ``execute`` to relay it."""
+    """A host run started for one A2A request, waiting for ``execute`` to relay it.
 
-    stream: HostedRunStream
+    ``events`` is the run's one event iterator; ``seen`` the events the gate already took
+    from it (up to the accepted input) and the relay sends first.
+    """
+
+    stream: HostedRun
+    events: AsyncIterator[WorkflowEvent]
+    seen: list[WorkflowEvent]
     new_task: bool
     run_index: int
+    may_reply: bool = False
+    """A new task of a start executor taking ``A2AMessage``: a lone ``A2AMessage`` output of
+    this first call is the direct reply, so the task is only announced once that is ruled
+    out (its first other output, a request, or the end)."""
     claimed: bool = field(default=False)
 
 
@@ -107,12 +118,18 @@ class _Relay:
             (held, sequence), self.held = self.held, None
             await self.queue.enqueue_event(self.events.output(held, sequence))
 
+    async def _events(self) -> AsyncIterator[WorkflowEvent]:
+        for event in self.run.seen:
+            yield event
+        async for event in self.run.events:
+            yield event
+
     async def relay(self) -> None:
         stream = self.run.stream
-        if not self.run.new_task:
+        if not self.run.may_reply:
             await self.start()
         try:
-            async for event in stream:
+            async for event in self._events():
                 if isinstance(event, OutputEvent):
                     if (isinstance(event.data, A2AMessage) and not self.started
                             and self.held is None):

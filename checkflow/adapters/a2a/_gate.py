@@ -45,7 +45,8 @@ from checkflow.errors import (
     StaleResumeTokenError,
     WorkflowError,
 )
-from checkflow.hosting import Host, HostedRunStream, ResumeToken
+from checkflow.hosting import Host, HostedRun, ResumeToken
+from checkflow.workflows import SnapshotCommittedEvent, WorkflowEvent
 
 __all__ = ["ATTEMPTS", "RunGate", "check_context_id"]
 
@@ -109,7 +110,8 @@ class RunGate(RequestContextBuilder):
             context_id, run = await self._continue(task_id, params.message, context)
         else:
             task_id = uuid.uuid4().hex
-            context_id, run = await self._new_task(context_id, params.message, context)
+            context_id, run = await self._new_task(task_id, context_id, params.message,
+                                                   context)
         attempts = ATTEMPTS.get(None)
         if attempts is not None:
             attempts.append((task_id, run))
@@ -133,12 +135,12 @@ class RunGate(RequestContextBuilder):
                 message=f"task {task_id} is {_state_name(current)}: it is not waiting for "
                         f"input (subscribe to it, or cancel it)")
         responses = responses_for(current, message)
-        stream = await self._start(current.context_id, context, task_id=task_id,
-                                   responses=responses, resume_token=resume_token_of(current))
-        users = sum(1 for m in current.history if m.role == a2a_pb2.ROLE_USER)
-        return current.context_id, PreparedRun(stream, new_task=False, run_index=users)
+        run = await self._start(current.context_id, context, task_id=task_id,
+                                responses=responses, resume_token=resume_token_of(current))
+        run.run_index = sum(1 for m in current.history if m.role == a2a_pb2.ROLE_USER)
+        return current.context_id, run
 
-    async def _new_task(self, context_id: str | None, message: a2a_pb2.Message,
+    async def _new_task(self, task_id: str, context_id: str | None, message: a2a_pb2.Message,
                         context: ServerCallContext) -> tuple[str, PreparedRun]:
         if context_id:
             check_context_id(context_id)
@@ -151,9 +153,12 @@ class RunGate(RequestContextBuilder):
                     data={"waiting_task_id": waiting[0]})
         else:
             context_id = uuid.uuid4().hex
-        value = input_value(message, whole_message=await self._takes_a2a_message())
-        stream = await self._start(context_id, context, message=value)
-        return context_id, PreparedRun(stream, new_task=True, run_index=0)
+        message.task_id, message.context_id = task_id, context_id  # as the task will have them
+        whole = await self._takes_a2a_message()
+        value = input_value(message, whole_message=whole)
+        run = await self._start(context_id, context, message=value)
+        run.may_reply = whole
+        return context_id, run
 
     async def _waiting(self, context_id: str, context: ServerCallContext) -> list[str]:
         """The context's input-required tasks whose requests the conversation still has.
@@ -175,26 +180,43 @@ class RunGate(RequestContextBuilder):
     async def _start(self, context_id: str, context: ServerCallContext, *,
                      task_id: str | None = None, message: Any = None,
                      responses: dict[str, Any] | None = None,
-                     resume_token: ResumeToken | None = None) -> HostedRunStream:
+                     resume_token: ResumeToken | None = None) -> PreparedRun:
+        """Start the run and take its events up to the accepted input, so every refusal
+        (busy, stale, a response of the wrong type, ...) happens here, before any task."""
+        run: HostedRun | None = None
         try:
-            run = await self._host.run(context_id, message=message, responses=responses,
-                                       principal=principal_of(context),
-                                       resume_token=resume_token, stream=True)
-        except ConversationBusyError as exc:
-            raise UnsupportedOperationError(
-                message=f"context {context_id} is busy with another run; retry after "
-                        f"{exc.retry_after:g} s",
-                data={"reason": "CONTEXT_BUSY", "retry_after": exc.retry_after}) from None
-        except StaleResumeTokenError:
-            raise UnsupportedOperationError(
-                message=f"task {task_id} was continued by another request first; read it "
-                        f"again (GetTask)",
-                data={"reason": "TASK_ALREADY_CONTINUED"}) from None
-        except (InvalidMessageError, InvalidResponseError) as exc:
-            raise InvalidParamsError(message=str(exc)) from None
-        except ConversationNotFoundError as exc:
-            raise InvalidParamsError(message=str(exc)) from None
-        except (HostingError, WorkflowError) as exc:
-            raise UnsupportedOperationError(message=str(exc)) from None
-        assert isinstance(run, HostedRunStream)
-        return run
+            started = await self._host.run(context_id, message=message, responses=responses,
+                                           principal=principal_of(context),
+                                           resume_token=resume_token, stream=True)
+            assert isinstance(started, HostedRun)
+            run = started
+            events = aiter(run)
+            seen: list[WorkflowEvent] = []
+            async for event in events:
+                seen.append(event)
+                if isinstance(event, SnapshotCommittedEvent):
+                    break
+        except BaseException as exc:
+            if run is not None:
+                await run.aclose()
+            raise _refusal(exc, context_id, task_id) from None
+        return PreparedRun(run, events, seen, new_task=task_id is None, run_index=0)
+
+
+def _refusal(exc: BaseException, context_id: str, task_id: str | None) -> BaseException:
+    """The protocol error for a run that could not start (other exceptions pass as they are)."""
+    if isinstance(exc, ConversationBusyError):
+        return UnsupportedOperationError(
+            message=f"context {context_id} is busy with another run; retry after "
+                    f"{exc.retry_after:g} s",
+            data={"reason": "CONTEXT_BUSY", "retry_after": exc.retry_after})
+    if isinstance(exc, StaleResumeTokenError):
+        return UnsupportedOperationError(
+            message=f"task {task_id} was continued by another request first; read it again "
+                    f"(GetTask)", data={"reason": "TASK_ALREADY_CONTINUED"})
+    if isinstance(exc, InvalidMessageError | InvalidResponseError | ConversationNotFoundError
+                  | TypeError | ValueError):
+        return InvalidParamsError(message=str(exc))
+    if isinstance(exc, HostingError | WorkflowError):
+        return UnsupportedOperationError(message=str(exc))
+    return exc

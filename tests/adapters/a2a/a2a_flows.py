@@ -52,8 +52,8 @@ class Start(Executor):
             await ctx.yield_output(Artifact(name="report", parts=[A2APart.of_text("part 1 ")]))
             await ctx.yield_output(Artifact(name="report", parts=[A2APart.of_text("part 2")],
                                             append=True, last_chunk=True))
-        elif text == "message":
-            await ctx.yield_output(A2AMessage(parts=[A2APart.of_text("a direct reply")]))
+        elif text == "message":  # not a direct reply: this start does not take A2AMessage
+            await ctx.yield_output(A2AMessage(parts=[A2APart.of_text("as an artifact")]))
         elif text == "reject":
             raise TaskRejected("I do not do that")
         elif text == "boom":
@@ -100,6 +100,13 @@ def build(gate: Gate | None = None) -> Workflow:
 class Inspect(Executor):
     @handler
     async def whole(self, message: A2AMessage, ctx: WorkflowContext) -> None:
+        if message.text() == "reply":
+            await ctx.yield_output(A2AMessage(parts=[A2APart.of_text("a direct reply")]))
+            return
+        if message.text() == "reply twice":
+            await ctx.yield_output(A2AMessage(parts=[A2APart.of_text("one")]))
+            await ctx.yield_output(A2AMessage(parts=[A2APart.of_text("two")]))
+            return
         await ctx.yield_output({
             "message_id": message.message_id, "context_id": message.context_id,
             "task_id": message.task_id, "role": message.role, "metadata": message.metadata,

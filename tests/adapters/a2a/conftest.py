@@ -69,7 +69,7 @@ def app(host: WorkflowHost) -> Any:
 @pytest.fixture(params=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
                 ids=["jsonrpc", "rest"])
 def binding(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+    return str(request.param.value)
 
 
 ClientMaker = Callable[..., Awaitable[Client]]

@@ -69,10 +69,10 @@ async def test_a_pause_twice_is_input_required_again_then_completed(
     client = await connect(streaming=True)
     first = await send(client, user_message("ask2"))
     assert first[-1].status_update.status.state == INPUT_REQUIRED
-    task_id = first[0].task.id
-    paused = (await send(await connect(), user_message("x", task_id=task_id)))
-    assert paused  # a text answer with one request pending answers it
-    again = paused[0].task
+    paused = await client.get_task(a2a_pb2.GetTaskRequest(id=first[0].task.id))
+    # with one request pending, a bare data value answers it
+    again = await send_task(await connect(), user_message(
+        a2a_pb2.Part(data=proto_value(True)), task_id=paused.id))
     assert again.status.state == INPUT_REQUIRED and pending_of(again)[0]["data"] == {
         "question": "really publish?"}
     done = await send_task(await connect(), answer(again, False))

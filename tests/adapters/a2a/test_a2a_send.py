@@ -90,12 +90,22 @@ async def test_a_data_part_reaches_the_workflow_as_structured_input(
 
 async def test_a_one_call_run_yielding_an_a2a_message_is_answered_with_a_message(
         connect: ClientMaker) -> None:
-    client = await connect()
-    (response,) = await send(client, user_message("message", context_id="ctx-m"))
+    client = await connect(target=create_app(WorkflowHost(build_whole_message()),
+                                             adapters=[A2AAdapter()]))
+    (response,) = await send(client, user_message("reply", context_id="ctx-m"))
     assert response.HasField("message") and not response.HasField("task")
     assert response.message.role == a2a_pb2.ROLE_AGENT
     assert [p.text for p in response.message.parts] == ["a direct reply"]
     assert response.message.context_id == "ctx-m"
+    # two messages are no lone reply: a task whose artifacts they are
+    task = await send_task(client, user_message("reply twice"))
+    assert [p.text for a in task.artifacts for p in a.parts] == ["one", "two"]
+
+
+async def test_an_a2a_message_from_a_start_not_taking_them_is_an_artifact(
+        connect: ClientMaker) -> None:
+    task = await send_task(await connect(), user_message("message"))
+    assert [p.text for a in task.artifacts for p in a.parts] == ["as an artifact"]
 
 
 async def test_task_rejected_ends_the_task_rejected_with_its_reason(

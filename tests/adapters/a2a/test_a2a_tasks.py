@@ -20,6 +20,7 @@ from a2a.utils.errors import (
 from a2a_flows import Gate
 from conftest import BASE, ClientMaker, send, send_task, user_message
 
+from checkflow.adapters.a2a._parts import proto_value, python_value
 from checkflow.hosting import WorkflowHost
 
 INPUT_REQUIRED = a2a_pb2.TASK_STATE_INPUT_REQUIRED
@@ -30,10 +31,14 @@ CANCELED = a2a_pb2.TASK_STATE_CANCELED
 async def test_get_task_honours_history_length(connect: ClientMaker) -> None:
     client = await connect()
     paused = await send_task(client, user_message("ask2"))
-    await send_task(client, user_message("yes", task_id=paused.id))
+    await send_task(client, user_message(a2a_pb2.Part(data=proto_value(True)),
+                                         task_id=paused.id))
+    await send_task(client, user_message(a2a_pb2.Part(data=proto_value(False)),
+                                         task_id=paused.id))
     full = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
     users = [m for m in full.history if m.role == a2a_pb2.ROLE_USER]
-    assert [m.parts[0].text for m in users] == ["ask2", "yes"]
+    assert [m.parts[0].WhichOneof("content") for m in users] == ["text", "data", "data"]
+    assert [python_value(m.parts[0].data) for m in users[1:]] == [True, False]
     last = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id, history_length=1))
     assert list(last.history) == list(full.history)[-1:]
     none = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id, history_length=0))
@@ -88,9 +93,13 @@ async def test_cancelling_an_input_required_task_then_again(connect: ClientMaker
         await client.cancel_task(a2a_pb2.CancelTaskRequest(id=paused.id))
     with pytest.raises(UnsupportedOperationError, match="CANCELED"):
         await send(client, user_message("yes", task_id=paused.id))
-    # the context is no longer blocked, and its next task continues from the last good head
+    # the context is no longer blocked, and its next task continues from the last good head,
+    # which still holds the request the canceled task waited for
     after = await send_task(client, user_message("hello", context_id="cancel-1"))
-    assert after.status.state == COMPLETED
+    assert after.id != paused.id and after.status.state == INPUT_REQUIRED
+    assert python_value(after.metadata)["checkflow"]["pending_request_ids"] == python_value(
+        paused.metadata)["checkflow"]["pending_request_ids"]
+    assert [p.text for a in after.artifacts for p in a.parts] == ["hello back"]
 
 
 async def test_cancelling_a_working_task_stops_its_run(
