@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest serve bench emulator clean
+.PHONY: test lint typecheck pytest serve bench emulator agui-client clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ emulator:
 		cd tools/cosmos-emulator && npm ci --silent --no-audit --no-fund; \
 	else echo "npm not found: Cosmos DB tests will be skipped"; fi
 
+agui-client:
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/e2e/agui_client && npm ci --silent --no-audit --no-fund; \
+	else echo "npm not found: the AG-UI client tests will be skipped"; fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check checkflow tests bench samples
 	$(BIN)/mypy
@@ -30,7 +35,7 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest
 
-test: $(STAMP) emulator lint pytest
+test: $(STAMP) emulator agui-client lint pytest
 
 serve: $(STAMP)
 	$(BIN)/python -m checkflow serve samples.approval:workflow

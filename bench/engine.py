@@ -41,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ from checkflow.errors import WorkflowConvergenceError
 from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
 from checkflow.workflows import (
     Executor,
+    Interceptor,
     Workflow,
     WorkflowBuilder,
     WorkflowContext,
@@ -109,7 +110,8 @@ def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-async def loop(mode: str, steps: int, payload: Any, workdir: Path) -> Figures:
+async def loop(mode: str, steps: int, payload: Any, workdir: Path,
+               interceptors: Sequence[Interceptor] = ()) -> Figures:
     """One timed run of ``steps`` supersteps; µs per superstep and bytes per snapshot."""
     workflow = build(payload)
     storage: CheckpointStorage | None = {
@@ -120,7 +122,8 @@ async def loop(mode: str, steps: int, payload: Any, workdir: Path) -> Figures:
     checkpoint = None if storage is None else workflow.create_checkpoint(
         checkpoint_storage=storage)
     began = time.perf_counter()
-    result = await workflow.run(message_for(steps), checkpoint=checkpoint)
+    result = await workflow.run(message_for(steps), checkpoint=checkpoint,
+                                interceptors=interceptors)
     seconds = time.perf_counter() - began
     snapshots = len(result.checkpoint.snapshots)
     assert snapshots == steps + 1, snapshots
@@ -172,6 +175,9 @@ async def measure_checkflow(sizes: Sizes) -> Figures:
     for mode in ("none", "memory", "durable"):
         w1 = await repeat(sizes.repeats, lambda d, m=mode: loop(m, sizes.w1_steps, None, d))
         figures[f"W1_{mode}_us"] = w1["us"]
+    passing = [Interceptor()]  # all four hooks, each just calling through
+    w1 = await repeat(sizes.repeats, lambda d: loop("none", sizes.w1_steps, None, d, passing))
+    figures["W1_none_intercepted_us"] = w1["us"]
     w2 = await repeat(sizes.repeats, lambda d: loop("durable", sizes.w2_steps, state, d))
     figures["W2_durable_us"] = w2["us"]
     figures["W2_bytes_per_snapshot"] = w2["bytes_per_snapshot"]
@@ -198,7 +204,8 @@ def report(ours: Figures, peers: dict[str, Figures]) -> str:
     header = "figure".ljust(24) + "checkflow".rjust(12) + "".join(
         f"{n[:16]:>18}{'ratio':>8}" for n in names)
     lines = [header]
-    keys = [*KEYS, "W1_durable_sync_us", "W2_durable_sync_us"]
+    keys = [*KEYS[:1], "W1_none_intercepted_us", *KEYS[1:], "W1_durable_sync_us",
+            "W2_durable_sync_us"]
     for key in keys:
         mine = ours.get(key)
         cells = "" if mine is None else f"{mine:,.1f}"

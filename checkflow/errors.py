@@ -6,6 +6,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     ├── StateError                          the state codec
     │   ├── UnregisteredStateTypeError      a value (or a type id) not in the registry
     │   └── StateEncodingError              a value the codec refuses (NaN, non-str dict key, ...)
+    │       └── StateNestingError           nested deeper than the codec's limit (or cyclic)
     ├── CheckpointError                     checkpoints and their storage
     │   ├── CheckpointConflictError         another writer advanced the persisted head
     │   ├── CheckpointNotFoundError         no checkpoint with that id in the storage
@@ -13,13 +14,20 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   ├── CheckpointInUseError            a run is active on this checkpoint
     │   ├── CommitOutcomeUnknownError       a remote commit may or may not have landed
     │   ├── CorruptCheckpointError          bytes that are not a valid checkpoint or snapshot
+    │   │   └── CheckpointLostError         storage no longer has a head a caller acknowledged
+    │   ├── StateTooLargeError              a state larger than the checkpoint's limit
     │   └── UnsupportedFormatVersionError   an envelope of an unknown format or version
     ├── WorkflowError                       building and running workflows
     │   ├── WorkflowValidationError         build() refused the graph
     │   ├── WorkflowRunError                an executor raised; the run ended FAILED
     │   ├── WorkflowConvergenceError        max_iterations supersteps without going idle
     │   ├── GraphSignatureMismatchError     the checkpoint belongs to another graph
-    │   └── InvalidResponseError            a response for an unknown request or of the wrong type
+    │   ├── InvalidResponseError            a response for an unknown request or of the wrong type
+    │   └── InterceptorError                an interceptor raised (or skipped call_next)
+    ├── StorageError                        the storage medium failed (file system, database)
+    │   ├── StorageUnavailableError         cannot be reached or read right now
+    │   ├── StorageFullError                no space left (ENOSPC, EDQUOT)
+    │   └── StorageReadOnlyError            mounted read-only (EROFS): reads still work
     ├── SessionError                        agent sessions and their stores
     │   ├── SessionConflictError            a stale expected_version
     │   └── CorruptSessionError             a stored session that cannot be decoded
@@ -29,7 +37,11 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
         ├── ConversationBusyError           the conversation is running elsewhere (HTTP 409)
         ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
         ├── InvalidMessageError             a message fits no input type of the start (HTTP 422)
-        └── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
+        ├── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
+        ├── NoCheckpointsError              this host keeps no checkpoints (an AgentHost)
+        ├── InvalidConversationIdError      empty, too long, or not valid UTF-8 (HTTP 400/414)
+        ├── ConversationLimitError          a per-conversation limit was reached (HTTP 409)
+        └── AdapterConflictError            two adapters (or one and the native API) share a path
 
 Errors carry the facts needed to act on them as attributes and say them in one sentence.
 This module must never import anything else from checkflow.
@@ -37,31 +49,44 @@ This module must never import anything else from checkflow.
 
 from __future__ import annotations
 
+import errno as _errno
 from typing import Any
 
 __all__ = [
+    "AdapterConflictError",
     "AgentError",
     "AgentServiceError",
     "CheckflowError",
     "CheckpointConflictError",
     "CheckpointError",
     "CheckpointInUseError",
+    "CheckpointLostError",
     "CheckpointNotFoundError",
     "CommitOutcomeUnknownError",
     "ConversationBusyError",
+    "ConversationLimitError",
     "ConversationNotFoundError",
     "CorruptCheckpointError",
     "CorruptSessionError",
     "GraphSignatureMismatchError",
     "HostingError",
+    "InterceptorError",
+    "InvalidConversationIdError",
     "InvalidMessageError",
     "InvalidResponseError",
+    "NoCheckpointsError",
     "SessionConflictError",
     "SessionError",
     "SnapshotNotFoundError",
     "StaleResumeTokenError",
     "StateEncodingError",
     "StateError",
+    "StateNestingError",
+    "StateTooLargeError",
+    "StorageError",
+    "StorageFullError",
+    "StorageReadOnlyError",
+    "StorageUnavailableError",
     "UnregisteredStateTypeError",
     "UnsupportedFormatVersionError",
     "WorkflowConvergenceError",
@@ -101,6 +126,18 @@ class StateEncodingError(StateError, ValueError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class StateNestingError(StateEncodingError):
+    """A value nested deeper than the codec's limit (``limit`` levels), or containing itself.
+
+    Depth counts containers in the encoded form (a tagged value such as a tuple or a
+    registered type adds one level); see ``checkflow.state.set_max_nesting_depth``.
+    """
+
+    def __init__(self, message: str, *, path: str = "", limit: int | None = None) -> None:
+        super().__init__(message, path=path)
+        self.limit = limit
 
 
 # -- checkpoints and storage ---------------------------------------------------------------
@@ -183,6 +220,33 @@ class CorruptCheckpointError(CheckpointError):
         self.source = source
 
 
+class CheckpointLostError(CorruptCheckpointError):
+    """Storage no longer has the head a caller acknowledged (and no prune removed it).
+
+    ``expected_head_snapshot_id`` is the head the caller knows was committed (e.g. a
+    session's ``CheckpointReference``); ``actual_head_snapshot_id`` is what storage has now
+    (``None``: the checkpoint itself is gone).
+    """
+
+    def __init__(
+        self,
+        checkpoint_id: str,
+        *,
+        expected_head_snapshot_id: str | None,
+        actual_head_snapshot_id: str | None,
+        source: str = "",
+    ) -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} lost acknowledged head "
+            f"{expected_head_snapshot_id!r}: storage has {actual_head_snapshot_id!r} and no "
+            "prune removed it",
+            source=source,
+        )
+        self.checkpoint_id = checkpoint_id
+        self.expected_head_snapshot_id = expected_head_snapshot_id
+        self.actual_head_snapshot_id = actual_head_snapshot_id
+
+
 class UnsupportedFormatVersionError(CheckpointError):
     """An envelope names a format or version this release cannot read."""
 
@@ -261,6 +325,96 @@ class InvalidResponseError(WorkflowError, ValueError):
     def __init__(self, message: str, *, request_id: str = "") -> None:
         super().__init__(message)
         self.request_id = request_id
+
+
+class InterceptorError(WorkflowError):
+    """An interceptor raised, or returned without calling ``call_next``; the run stopped.
+
+    Nothing half-done is committed: the checkpoint keeps its last committed snapshot. The
+    interceptor's own error is ``__cause__``.
+    """
+
+    def __init__(self, interceptor: str, hook: str, error: BaseException) -> None:
+        super().__init__(
+            f"interceptor {interceptor} failed in its {hook!r} hook: "
+            f"{type(error).__name__}: {error}")
+        self.interceptor = interceptor
+        self.hook = hook
+        self.error = error
+
+
+class StateTooLargeError(CheckpointError):
+    """A commit's encoded state is larger than the checkpoint's ``max_state_bytes``.
+
+    Nothing was committed; ``size`` and ``limit`` are in bytes.
+    """
+
+    def __init__(self, checkpoint_id: str, *, size: int, limit: int) -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r}: the state to commit is {size} bytes encoded, over "
+            f"the limit of {limit}")
+        self.checkpoint_id = checkpoint_id
+        self.size = size
+        self.limit = limit
+
+
+# -- storage faults ------------------------------------------------------------------------
+
+
+class StorageError(CheckflowError):
+    """The storage medium failed: nothing was changed by the failing call.
+
+    ``operation`` says what was attempted (``"commit"``, ``"read"``, ...), ``resource`` the
+    file or item, ``errno`` the OS error number when there is one. Checkpoint storages and
+    session stores raise the subclasses; build one from an ``OSError`` with ``from_os_error``.
+    """
+
+    def __init__(
+        self, message: str, *, operation: str = "", resource: str = "", errno: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.resource = resource
+        self.errno = errno
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, *, operation: str, resource: str) -> StorageError:
+        """The typed fault for ``exc``: full (ENOSPC, EFBIG, EDQUOT), read-only (EROFS), else
+        unavailable."""
+        code = exc.errno
+        kind: type[StorageError]
+        if code in _FULL_ERRNOS:
+            kind, what = StorageFullError, "the storage is full"
+        elif code == _errno.EROFS:
+            kind, what = StorageReadOnlyError, "the storage is read-only"
+        else:
+            kind, what = StorageUnavailableError, "the storage is unavailable"
+        reason = exc.strerror or type(exc).__name__
+        return kind(
+            f"{operation} failed on {resource}: {what} ({reason})",
+            operation=operation,
+            resource=resource,
+            errno=code,
+        )
+
+
+class StorageUnavailableError(StorageError):
+    """The storage cannot be reached, read or written right now (I/O error, permissions...)."""
+
+
+class StorageFullError(StorageError):
+    """No space left (``ENOSPC``), a quota used up (``EDQUOT``) or a file size limit (``EFBIG``)."""
+
+
+class StorageReadOnlyError(StorageError):
+    """The storage is read-only (``EROFS``): reads still work, writes cannot."""
+
+
+_FULL_ERRNOS = frozenset(
+    code
+    for code in (_errno.ENOSPC, _errno.EFBIG, getattr(_errno, "EDQUOT", None))
+    if code is not None
+)
 
 
 # -- sessions ------------------------------------------------------------------------------
@@ -349,4 +503,53 @@ class StaleResumeTokenError(HostingError):
     def __init__(self, *, expected: Any, actual: Any) -> None:
         super().__init__(f"stale resume token: it names {expected!r} but the head is {actual!r}")
         self.expected = expected
+        self.actual = actual
+
+
+class NoCheckpointsError(HostingError):
+    """The host keeps no checkpoints (an ``AgentHost``): there are no snapshots to show."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} is served by an agent host, which keeps an agent "
+            "session, not checkpoints")
+        self.conversation_id = conversation_id
+
+
+class AdapterConflictError(HostingError, ValueError):
+    """Two adapters, or an adapter and the native API, claim overlapping path prefixes."""
+
+    def __init__(self, first: str, second: str, detail: str) -> None:
+        super().__init__(f"{first} and {second} overlap: {detail}")
+        self.first = first
+        self.second = second
+
+
+class InvalidConversationIdError(HostingError, ValueError):
+    """A conversation id that cannot name a conversation: empty, too long or not UTF-8.
+
+    ``too_long`` is set when only its length is the problem (HTTP 414; else 400).
+    """
+
+    def __init__(self, reason: str, *, too_long: bool = False) -> None:
+        super().__init__(f"invalid conversation id: {reason}")
+        self.reason = reason
+        self.too_long = too_long
+
+
+class ConversationLimitError(HostingError):
+    """A per-conversation limit of the host was reached; ``limit`` names it (HTTP 409).
+
+    ``limit`` is ``"pending_requests"`` (answer some first) or ``"snapshots"`` (prune the
+    checkpoint first); ``maximum`` is the configured bound and ``actual`` what is there.
+    """
+
+    def __init__(self, conversation_id: str, *, limit: str, maximum: int, actual: int,
+                 hint: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} has {actual} {limit.replace('_', ' ')} "
+            f"(the limit is {maximum}): {hint}")
+        self.conversation_id = conversation_id
+        self.limit = limit
+        self.maximum = maximum
         self.actual = actual

@@ -1,8 +1,10 @@
 """The package's dependency direction (DESIGN §1), checked on the source with ``ast``.
 
 ``state`` <- ``sessions``, ``checkpoints`` <- ``storage``; ``checkpoints`` <- ``workflows`` <-
-``agents`` <- ``hosting`` <- ``cli``. Every import counts, including those under
-``TYPE_CHECKING`` and inside functions, and no layer reaches into another's private modules.
+``agents`` <- ``hosting`` <- ``adapters`` / ``telemetry`` <- ``cli``. Every import counts,
+including those inside functions and (but for the one documented type-only reference) under
+``TYPE_CHECKING``; no layer reaches into another's private modules, and no adapter imports
+another adapter.
 """
 
 from __future__ import annotations
@@ -25,22 +27,32 @@ ALLOWED: dict[str, set[str]] = {
     "workflows": {"checkpoints", "state", "errors"},
     "agents": {"workflows", "checkpoints", "sessions", "state", "errors"},
     "hosting": {"agents", "workflows", "storage", "checkpoints", "sessions", "state", *_BASE},
-    "cli": {"hosting", "agents", "workflows", "storage", "checkpoints", "sessions", "state",
-            *_BASE},
+    "adapters": {"hosting", "agents", "workflows", "checkpoints", "sessions", "state", "errors"},
+    "telemetry": {"hosting", "agents", "workflows", "checkpoints", "state", "errors"},
+    "cli": {"adapters", "telemetry", "hosting", "agents", "workflows", "storage", "checkpoints",
+            "sessions", "state", *_BASE},
     "__main__": {"cli"},
 }
 """For each part of the package (subpackage or top-level module), what it may import."""
 
-EXCEPTIONS = {
-    # Workflow.as_agent() is a convenience the public API promises; it imports the public
-    # checkflow.agents lazily, so workflows never imports agents at import time.
+TYPE_ONLY_EXCEPTIONS = {
+    # Workflow.as_agent() is annotated with the WorkflowAgent it returns; the class itself is
+    # handed down by checkflow.agents (set_agent_factory), so there is no runtime import.
     ("workflows/_workflow.py", "agents"),
 }
-PRIVATE_EXCEPTIONS = {
-    # The command line is the hosting layer's own front end: it prints what hosting's
-    # inspection helpers compute and starts hosting's server.
-    ("cli", "hosting"),
-}
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """The line numbers of imports inside ``if TYPE_CHECKING:`` blocks."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and (
+                node.test.id == "TYPE_CHECKING"):
+            for inner in node.body:
+                for sub in ast.walk(inner):
+                    if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                        lines.add(sub.lineno)
+    return lines
 
 
 def _imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
@@ -62,17 +74,23 @@ def _violations(relative: PurePosixPath, source: str) -> list[str]:
     owner = relative.parts[0].removesuffix(".py")
     if owner == "__init__":
         return []  # the public surface re-exports every subpackage's public names
+    tree = ast.parse(source, str(relative))
+    type_only = _type_checking_lines(tree)
     problems = []
-    for line, module in _imported_modules(ast.parse(source, str(relative))):
+    for line, module in _imported_modules(tree):
         parts = module.split(".")
+        where = f"{relative}:{line} imports {module}"
+        if owner == "adapters" and len(parts) > 2 and parts[1] == "adapters" and (
+                len(relative.parts) > 1 and parts[2] != relative.parts[1]):
+            problems.append(f"{where}: an adapter may not import another adapter")
+            continue
         if len(parts) < 2 or parts[1] == owner:
             continue
         target = parts[1]
-        where = f"{relative}:{line} imports {module}"
-        if target not in ALLOWED[owner] and (str(relative), target) not in EXCEPTIONS:
+        excused = line in type_only and (str(relative), target) in TYPE_ONLY_EXCEPTIONS
+        if target not in ALLOWED[owner] and not excused:
             problems.append(f"{where}: {owner} may not depend on {target}")
-        private = any(p.startswith("_") for p in parts[2:])
-        if private and (owner, target) not in PRIVATE_EXCEPTIONS:
+        if any(p.startswith("_") for p in parts[2:]):
             problems.append(f"{where}: a private module of another part of the package")
     return problems
 
@@ -110,10 +128,25 @@ def test_an_upward_or_private_import_is_reported() -> None:
     ]
 
 
-def test_the_documented_exception_holds_only_where_it_is_documented() -> None:
-    source = "from checkflow.agents import WorkflowAgent\n"
-    assert _violations(PurePosixPath("workflows/_workflow.py"), source) == []
-    assert _violations(PurePosixPath("workflows/_runner.py"), source) != []
+def test_workflows_reach_the_agents_only_for_type_checking() -> None:
+    # No import cycle between workflows and agents: the one reference is type-only.
+    runtime = "from checkflow.agents import WorkflowAgent\n"
+    type_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n" + "    " + runtime
+    assert _violations(PurePosixPath("workflows/_workflow.py"), runtime) != []
+    assert _violations(PurePosixPath("workflows/_workflow.py"), type_only) == []
+    assert _violations(PurePosixPath("workflows/_runner.py"), type_only) != []
+
+
+def test_an_adapter_importing_another_adapter_or_private_hosting_is_reported() -> None:
+    source = ("from checkflow.adapters.a2a import A2AAdapter\n"
+              "from checkflow.hosting._http import read_json\n"
+              "from checkflow.adapters.agui._events import x\n")
+    assert _violations(PurePosixPath("adapters/agui/_app.py"), source) == [
+        "adapters/agui/_app.py:1 imports checkflow.adapters.a2a: "
+        "an adapter may not import another adapter",
+        "adapters/agui/_app.py:2 imports checkflow.hosting._http: "
+        "a private module of another part of the package",
+    ]
 
 
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: p.relative_to(PACKAGE).as_posix())

@@ -24,6 +24,12 @@ from checkflow.agents._messages import (
 )
 from checkflow.agents._protocol import Agent
 from checkflow.agents._scripted import ScriptedAgent
+from checkflow.agents._session_checkpoint import (
+    CHECKPOINT_KEY,
+    SessionCheckpoint,
+    load_session_checkpoint,
+    store_session_checkpoint,
+)
 from checkflow.agents._types import AgentResponse, AgentResponseUpdate
 from checkflow.agents._workflow_agent import WorkflowAgent
 
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
     from checkflow.agents._openai import OpenAIChatAgent
 
 __all__ = [
+    "CHECKPOINT_KEY",
     "Agent",
     "AgentExecutor",
     "AgentExecutorRequest",
@@ -46,9 +53,12 @@ __all__ = [
     "OpenAIChatAgent",
     "Role",
     "ScriptedAgent",
+    "SessionCheckpoint",
     "TextContent",
     "UserInputRequestContent",
     "WorkflowAgent",
+    "load_session_checkpoint",
+    "store_session_checkpoint",
 ]
 
 

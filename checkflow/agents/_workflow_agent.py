@@ -23,19 +23,21 @@ from checkflow.agents._messages import (
     FunctionResultContent,
     UserInputRequestContent,
 )
+from checkflow.agents._session_checkpoint import (
+    CHECKPOINT_KEY,
+    load_session_checkpoint,
+    store_session_checkpoint,
+)
 from checkflow.agents._types import AgentResponse, AgentResponseUpdate
-from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
+from checkflow.checkpoints import Checkpoint, CheckpointStorage
 from checkflow.errors import AgentError, WorkflowValidationError
 from checkflow.sessions import AgentSession
-from checkflow.workflows import OutputEvent
+from checkflow.workflows import OutputEvent, set_agent_factory
 
 if TYPE_CHECKING:
     from checkflow.workflows import Workflow, WorkflowRunResult, WorkflowRunStream
 
 __all__ = ["CHECKPOINT_KEY", "REQUEST_INFO", "WorkflowAgent"]
-
-CHECKPOINT_KEY: Final = "checkpoint"
-"""``session.state[CHECKPOINT_KEY]`` is the conversation's workflow checkpoint (or reference)."""
 
 REQUEST_INFO: Final = "request_info"
 """The function name under which pending workflow requests are surfaced."""
@@ -113,8 +115,13 @@ class WorkflowAgent(BaseAgent):
         marked ``streamed``. The session is updated once the run has ended; a run that fails
         or is abandoned leaves it (and an unattached checkpoint's head) at the last good turn.
         """
-        checkpoint = await self._checkpoint(session)
-        good_head = checkpoint.head_snapshot_id
+        held = await load_session_checkpoint(
+            session.state, self._storage, owner=f"session {session.session_id!r}")
+        if held is None:
+            checkpoint = self._workflow.create_checkpoint(checkpoint_storage=self._storage)
+            good_head = None
+        else:
+            checkpoint, good_head = held.checkpoint, held.good_head
         reply: list[ChatMessage] = []
         streaming: set[str] = set()  # executors whose agent updates were passed on
         try:
@@ -136,9 +143,7 @@ class WorkflowAgent(BaseAgent):
                 checkpoint.restart_from(good_head)
             raise
         calls = _request_calls(result)
-        session.state[CHECKPOINT_KEY] = (
-            checkpoint if checkpoint.checkpoint_storage is None else checkpoint.reference()
-        )
+        store_session_checkpoint(session.state, checkpoint, checkpoint.head_snapshot_id)
         append_history(session, [*messages, *reply, *calls])
         for message in calls:
             yield _Reply(message, False)
@@ -156,29 +161,6 @@ class WorkflowAgent(BaseAgent):
             )
         responses = {a.call_id: a.result for a in answers}
         return self._workflow.run(responses=responses, checkpoint=checkpoint, stream=True)
-
-    async def _checkpoint(self, session: AgentSession) -> Checkpoint:
-        """The session's checkpoint: created, taken as is, or loaded from its reference."""
-        held = session.state.get(CHECKPOINT_KEY)
-        if held is None:
-            return self._workflow.create_checkpoint(checkpoint_storage=self._storage)
-        if isinstance(held, Checkpoint):
-            return held
-        if not isinstance(held, CheckpointReference):
-            raise AgentError(
-                f"session {session.session_id!r}: state[{CHECKPOINT_KEY!r}] holds a "
-                f"{type(held).__name__}, not a Checkpoint or CheckpointReference"
-            )
-        if self._storage is None:
-            raise AgentError(
-                f"session {session.session_id!r} references checkpoint {held.checkpoint_id!r} "
-                f"in a storage, but agent {self.name!r} has no checkpoint_storage"
-            )
-        checkpoint = await self._storage.load(held.checkpoint_id)
-        seen = held.head_snapshot_id
-        if seen is not None and seen != checkpoint.head_snapshot_id:
-            checkpoint.restart_from(seen)  # continue from the session's last good turn
-        return checkpoint
 
 
 def _request_calls(result: WorkflowRunResult) -> list[ChatMessage]:
@@ -207,3 +189,6 @@ def _arguments(data: Any) -> dict[str, Any]:
     if isinstance(data, Mapping) and all(isinstance(k, str) for k in data):
         return dict(data)
     return {"data": data}
+
+
+set_agent_factory(WorkflowAgent)  # what Workflow.as_agent() builds (the engine never imports us)

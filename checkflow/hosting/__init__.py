@@ -1,23 +1,121 @@
-"""Hosting: serve workflows and agents to many conversations, over a Starlette app.
+"""Hosting: serve workflows and agents to many conversations, and the seam adapters stand on.
 
-``WorkflowHost`` and ``AgentHost`` need only the core; ``create_app`` needs the ``hosting``
-extra (starlette, uvicorn) and imports it when called.
+``WorkflowHost`` and ``AgentHost`` (both ``Host``s) need only the core. ``create_app`` and
+the adapter toolkit (``read_json``, ``sse_response``, ``error_response``, ...) need the
+``hosting`` extra (starlette, uvicorn); the toolkit names are imported from here on first
+use, with an error naming the extra if it is missing. Adapters use only the names exported
+here, never a private module.
 """
 
-from checkflow.hosting._agent_host import AgentHost
-from checkflow.hosting._factory import Adapter, Authenticate, create_app, request_principal
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from checkflow.hosting._adapter import Adapter
+from checkflow.hosting._agent_host import AgentHost, AgentRunStream
+from checkflow.hosting._factory import Authenticate, create_app, request_principal
+from checkflow.hosting._inspect import (
+    checkpoint_export,
+    checkpoint_summary,
+    inspect_state,
+    snapshot_detail,
+)
+from checkflow.hosting._lookup import ConversationHead, conversation_head
+from checkflow.hosting._protocol import Host, HostDescription, RunOptions
+from checkflow.hosting._records import RecordStore, StoredRecord
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
+from checkflow.hosting._runs import HostedRun
+from checkflow.hosting._views import (
+    error_body,
+    inspect_metadata,
+    jsonable,
+    pending_view,
+    response_schema,
+    run_view,
+    snapshot_summary,
+)
 from checkflow.hosting._workflow_host import HostedRunStream, WorkflowHost
 
+if TYPE_CHECKING:
+    from checkflow.hosting._http import (
+        MAX_JSON_DEPTH,
+        HttpError,
+        convert_body,
+        describe_error,
+        error_response,
+        json_response,
+        read_json,
+    )
+    from checkflow.hosting._sse import ServerSentEvent, sse_response
+
 __all__ = [
+    "MAX_JSON_DEPTH",
     "Adapter",
     "AgentHost",
+    "AgentRunStream",
     "Authenticate",
+    "ConversationHead",
     "ConversationState",
+    "Host",
+    "HostDescription",
+    "HostedRun",
     "HostedRunResult",
     "HostedRunStream",
+    "HttpError",
+    "RecordStore",
     "ResumeToken",
+    "RunOptions",
+    "ServerSentEvent",
+    "StoredRecord",
     "WorkflowHost",
+    "checkpoint_export",
+    "checkpoint_summary",
+    "conversation_head",
+    "convert_body",
     "create_app",
+    "describe_error",
+    "error_body",
+    "error_response",
+    "inspect_metadata",
+    "inspect_state",
+    "json_response",
+    "jsonable",
+    "pending_view",
+    "read_json",
     "request_principal",
+    "response_schema",
+    "run_view",
+    "snapshot_detail",
+    "snapshot_summary",
+    "sse_response",
 ]
+
+_NEEDS_STARLETTE = {
+    "MAX_JSON_DEPTH": "_http",
+    "HttpError": "_http",
+    "convert_body": "_http",
+    "describe_error": "_http",
+    "error_response": "_http",
+    "json_response": "_http",
+    "read_json": "_http",
+    "ServerSentEvent": "_sse",
+    "sse_response": "_sse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The toolkit names that need starlette, imported on first use (PEP 562)."""
+    module = _NEEDS_STARLETTE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'checkflow.hosting' has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(f"checkflow.hosting.{module}"), name)
+    except ModuleNotFoundError as exc:
+        if not str(exc.name).startswith("starlette"):
+            raise
+        raise ImportError(
+            f"checkflow.hosting.{name} needs starlette: pip install 'checkflow[hosting]'"
+        ) from exc
+    globals()[name] = value
+    return value

@@ -4,48 +4,76 @@ Each conversation (scoped by principal) gets an ``AgentSession`` kept inside the
 conversation session at ``state["agent_session"]``; runs on one conversation never overlap
 (busy set and session lease, as for workflows); the agent runs on a private copy of its session,
 stored only after the run succeeded, so a failed or abandoned run changes nothing (the lease
-still writes the conversation session when it ends). This module must never queue a request.
+still writes the conversation session when it ends). Besides the agent-shaped
+``run(conversation_id, messages)`` it answers the ``Host`` protocol's
+``run(conversation_id, message=...)``, streaming the agent's updates as
+``AgentRunUpdateEvent``s and its reply as one ``OutputEvent``. This module must never queue
+a request.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any, Literal, overload
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, Unpack, overload
 
-from checkflow.agents import Agent, AgentInput, AgentResponse, AgentResponseUpdate
-from checkflow.errors import ConversationNotFoundError
-from checkflow.hosting._keys import ConversationKey
-from checkflow.hosting._lease import ConversationLease, LeaseManager, new_owner_id
+from checkflow.agents import (
+    Agent,
+    AgentInput,
+    AgentResponse,
+    AgentResponseUpdate,
+    AgentRunUpdateEvent,
+    ChatMessage,
+)
+from checkflow.checkpoints import Checkpoint
+from checkflow.errors import (
+    ConversationNotFoundError,
+    InvalidResponseError,
+    NoCheckpointsError,
+)
+from checkflow.hosting._host_base import HostBase, shielded
+from checkflow.hosting._keys import AGENT_SESSION_KEY, ConversationKey
+from checkflow.hosting._lease import ConversationLease
+from checkflow.hosting._protocol import HostDescription, RunOptions
+from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
+from checkflow.hosting._runs import ActiveRun, HostedRun
 from checkflow.hosting._target import Resolver
-from checkflow.sessions import AgentSession, InMemorySessionStore, SessionStore
+from checkflow.sessions import AgentSession, SessionStore
 from checkflow.state import from_builtins, to_builtins
+from checkflow.workflows import OutputEvent, RunStatus, WorkflowEvent, WorkflowStatusEvent
 
-__all__ = ["AgentHost"]
-
-AGENT_SESSION_KEY = "agent_session"
+__all__ = ["AgentHost", "AgentRunStream"]
 
 
-class AgentHost:
+class AgentHost(HostBase):
     """Runs one agent for many conversations, one ``AgentSession`` per (principal, conversation).
 
     ``agent`` is an ``Agent`` or a zero-argument factory (sync or async) of one, resolved once.
     """
 
     def __init__(
-        self, agent: Any, *, session_store: SessionStore | None = None, lease_seconds: float = 300.0
+        self, agent: Any, *, session_store: SessionStore | None = None,
+        lease_seconds: float = 300.0, renew_seconds: float | None = None,
     ) -> None:
-        self.session_store: SessionStore = session_store or InMemorySessionStore()
+        super().__init__(session_store, lease_seconds=lease_seconds, renew_seconds=renew_seconds)
         self._agent: Resolver[Agent] = Resolver(
             agent, is_instance=lambda a: isinstance(a, Agent), what="Agent"
-        )
-        self._leases = LeaseManager(
-            self.session_store, owner=new_owner_id(), lease_seconds=lease_seconds
         )
 
     async def agent(self) -> Agent:
         """The hosted agent, built on first use when the host was given a factory."""
         return await self._agent.get()
+
+    async def describe(self) -> HostDescription:
+        """The agent's name; it takes chat messages."""
+        agent = await self.agent()
+        name = getattr(agent, "name", None) or type(agent).__name__
+        doc = (type(agent).__doc__ or "").strip().split("\n\n")[0]
+        return HostDescription(name=str(name), description=" ".join(doc.split()) or str(name),
+                               input_types=(list[ChatMessage],), chat_input=True,
+                               checkpoints=False)
 
     @overload
     async def run(
@@ -59,44 +87,68 @@ class AgentHost:
         stream: Literal[True],
     ) -> AsyncIterator[AgentResponseUpdate]: ...
 
+    @overload
+    async def run(
+        self, conversation_id: str, messages: None = None, *, stream: Literal[False] = False,
+        **options: Unpack[RunOptions],
+    ) -> HostedRunResult: ...
+
+    @overload
+    async def run(
+        self, conversation_id: str, messages: None = None, *, stream: Literal[True],
+        **options: Unpack[RunOptions],
+    ) -> AgentRunStream: ...
+
     async def run(
         self,
         conversation_id: str,
-        messages: AgentInput,
+        messages: AgentInput | None = None,
         *,
+        message: Any = None,
+        responses: Mapping[str, Any] | None = None,
         principal: str | None = None,
+        from_snapshot: str | None = None,
+        resume_token: ResumeToken | None = None,
         stream: bool = False,
-    ) -> AgentResponse | AsyncIterator[AgentResponseUpdate]:
-        """One agent turn: an ``AgentResponse``, or an async iterator of updates when streaming.
+    ) -> Any:
+        """One agent turn.
 
-        Raises ``ConversationBusyError`` at once if the conversation is running anywhere.
+        Agent-shaped, ``run(conversation_id, messages)``: an ``AgentResponse``, or an async
+        iterator of updates when streaming. ``Host``-shaped, ``run(conversation_id,
+        message=...)``: a ``HostedRunResult`` whose one output is the ``AgentResponse``, or
+        an ``AgentRunStream`` of events. An agent has no pending requests and no snapshots:
+        ``responses`` raise ``InvalidResponseError``, ``from_snapshot``/``resume_token``
+        ``NoCheckpointsError``. Raises ``ConversationBusyError`` at once if the conversation
+        is running anywhere.
         """
+        if responses:
+            raise InvalidResponseError(
+                f"conversation {conversation_id!r} is served by an agent, which has no pending "
+                "requests to answer", request_id=next(iter(responses)))
+        if from_snapshot is not None or resume_token is not None:
+            raise NoCheckpointsError(conversation_id)
+        legacy = messages is not None
+        turn_input = messages if legacy else message
+        if turn_input is None:
+            raise ValueError(f"conversation {conversation_id!r}: send a message")
         agent = await self.agent()
         key = ConversationKey(principal, conversation_id)
         lease = await self._leases.acquire(key)
         try:
             session = _agent_session(lease, agent, key)
             if stream:
-                return self._stream(lease, session, agent.run(messages, session=session,
-                                                              stream=True))
-            response: AgentResponse = await agent.run(messages, session=session)
+                updates = agent.run(turn_input, session=session, stream=True)
+                run = AgentRunStream(self, key, lease, session, updates,
+                                     str(getattr(agent, "name", "agent")))
+                return run.updates() if legacy else run
+            response: AgentResponse = await agent.run(turn_input, session=session)
         except BaseException:
-            await asyncio.shield(lease.release())
+            await shielded(lease.release())
             raise
-        await asyncio.shield(lease.release(_store(session)))
-        return response
-
-    async def _stream(
-        self, lease: ConversationLease, session: AgentSession,
-        updates: AsyncIterator[AgentResponseUpdate],
-    ) -> AsyncIterator[AgentResponseUpdate]:
-        completed = False
-        try:
-            async for update in updates:
-                yield update
-            completed = True
-        finally:
-            await asyncio.shield(lease.release(_store(session) if completed else None))
+        await shielded(lease.release(_store(session)))
+        if legacy:
+            return response
+        return HostedRunResult(conversation_id, RunStatus.IDLE, outputs=[response])
 
     async def get_session(
         self, conversation_id: str, *, principal: str | None = None
@@ -109,20 +161,143 @@ class AgentHost:
             raise ConversationNotFoundError(conversation_id)
         return session
 
+    async def get_conversation(
+        self, conversation_id: str, *, principal: str | None = None
+    ) -> ConversationState:
+        """The conversation as the ``Host`` protocol shows it: idle, its history as outputs."""
+        session = await self.get_session(conversation_id, principal=principal)
+        history = list(session.state.get("messages", ()))
+        return ConversationState(conversation_id, RunStatus.IDLE, history, {}, None)
+
+    async def get_checkpoint(
+        self, conversation_id: str, *, principal: str | None = None
+    ) -> tuple[Checkpoint, ResumeToken]:
+        """Always ``NoCheckpointsError``: an agent host keeps a session, not checkpoints."""
+        raise NoCheckpointsError(conversation_id)
+
+    def _holds_conversation(self, state: dict[str, Any]) -> bool:
+        return isinstance(state.get(AGENT_SESSION_KEY), AgentSession)
+
     async def delete_conversation(
         self, conversation_id: str, *, principal: str | None = None
     ) -> None:
         """Forget the conversation's agent session (``ConversationNotFoundError`` if none)."""
         key = ConversationKey(principal, conversation_id)
         lease = await self._leases.acquire(key, create=False)
-        existed = isinstance(lease.session.state.get(AGENT_SESSION_KEY), AgentSession)
-        await asyncio.shield(lease.release(lambda state: state.pop(AGENT_SESSION_KEY, None)))
+        existed = self._holds_conversation(lease.session.state)
+        await shielded(lease.release(lambda state: state.pop(AGENT_SESSION_KEY, None)))
         if not existed:
             raise ConversationNotFoundError(conversation_id)
 
-    async def check_ready(self) -> None:
-        """Raise if the session store cannot be reached."""
-        await self.session_store.get("checkflow-readiness-probe")
+
+class AgentRunStream(HostedRun):
+    """A streamed agent turn as ``Host`` events: one ``AgentRunUpdateEvent`` per update, then
+    the reply as an ``OutputEvent`` and an ``IDLE`` status; ``get_result()`` after."""
+
+    def __init__(
+        self, host: AgentHost, key: ConversationKey, lease: ConversationLease,
+        session: AgentSession, updates: AsyncIterator[AgentResponseUpdate], author: str,
+    ) -> None:
+        self._host = host
+        self._key = key
+        self._lease = lease
+        self._session = session
+        self._updates = updates
+        self._author = author
+        self._sequence = 0
+        self._received: list[AgentResponseUpdate] = []
+        self._result: HostedRunResult | None = None
+        self._closed = False
+        self._iterating = False
+        self._cancelled = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._active: ActiveRun = host._runs.start(key, self.aclose)
+        self.run_id = self._active.run_id
+        lease.on_cancel = self.aclose
+
+    def _stamp(self, event: WorkflowEvent) -> WorkflowEvent:
+        self._sequence += 1
+        event.sequence = self._sequence
+        event.timestamp = datetime.now(UTC)
+        self._active.publish(event)
+        return event
+
+    async def updates(self) -> AsyncIterator[AgentResponseUpdate]:
+        """The agent-shaped stream: the updates alone."""
+        async with contextlib.aclosing(self._events()) as events:
+            async for event in events:
+                if isinstance(event, AgentRunUpdateEvent):
+                    yield event.update
+
+    def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
+        return self._events()
+
+    async def _next(self) -> AgentResponseUpdate | None:
+        """The agent's next update, or ``None`` at its end or when the turn is cancelled.
+
+        The agent steps in a task of its own, so ``aclose()`` from another task can stop it
+        without touching a generator that is running.
+        """
+        step = asyncio.ensure_future(anext(self._updates, None))
+        stop = asyncio.ensure_future(self._cancelled.wait())
+        try:
+            await asyncio.wait({step, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if step.done():
+            return step.result()
+        step.cancel()
+        await asyncio.wait([step])
+        return None
+
+    async def _events(self) -> AsyncGenerator[WorkflowEvent, None]:
+        completed = False
+        self._iterating = True
+        try:
+            while not self._closed and (update := await self._next()) is not None:
+                self._received.append(update)
+                yield self._stamp(AgentRunUpdateEvent(self._author, update))
+            if self._cancelled.is_set() or self._closed:
+                return
+            response = AgentResponse.from_updates(self._received)
+            self._result = HostedRunResult(self._key.conversation_id, RunStatus.IDLE,
+                                           outputs=[response])
+            completed = True
+            yield self._stamp(OutputEvent(self._author, response))
+            yield self._stamp(WorkflowStatusEvent(RunStatus.IDLE))
+        finally:
+            await self._end(completed)
+
+    async def _end(self, completed: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            aclose = getattr(self._updates, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+            await shielded(self._lease.release(_store(self._session) if completed else None))
+        finally:
+            self._host._runs.end(self._active)
+            self._ended.set()
+
+    async def get_result(self) -> HostedRunResult:
+        """The turn's outcome (runs the rest of the stream if it was not consumed)."""
+        if not self._iterating:
+            async for _ in self:
+                pass
+        await self._ended.wait()
+        if self._result is None:
+            return HostedRunResult(self._key.conversation_id, RunStatus.CANCELLED)
+        return self._result
+
+    async def aclose(self) -> None:
+        """Stop the turn (from any task); the agent session stays as it was before it."""
+        self._cancelled.set()
+        if not self._iterating:
+            await self._end(False)
+        await self._ended.wait()
 
 
 def _agent_session(lease: ConversationLease, agent: Agent, key: ConversationKey) -> AgentSession:

@@ -1,9 +1,11 @@
 """The Starlette app ``create_app`` builds: composed of health routes, the native API and adapters.
 
-The native API (JSON, SSE for streams) is a thin translation onto ``WorkflowHost``: parse and
-bound the body, resolve the principal, call the host, render the fixed JSON shapes. Adapters
-contribute their own routes through the ``Adapter`` protocol and are mounted as given.
-This module must never hold conversation state or decide concurrency: the host does.
+The native API (JSON, SSE for streams) is a thin translation onto the ``Host``: parse and
+bound the body, resolve the principal, call the host, render the fixed JSON shapes. Errors
+become answers through the app's exception handlers (one mapping, ``_http``), so handlers just
+raise. Adapters contribute their routes through the ``Adapter`` protocol; each is mounted as a
+sub-app of its own under its prefixes (``_mounts``). This module must never hold conversation
+state or decide concurrency: the host does.
 """
 
 from __future__ import annotations
@@ -18,28 +20,34 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from checkflow.errors import CheckflowError, InvalidConversationIdError
+from checkflow.hosting._adapter import Adapter, adapter_exception_handlers, adapter_prefixes
 from checkflow.hosting._agent_host import AgentHost
-from checkflow.hosting._factory import Adapter, Authenticate, request_principal
+from checkflow.hosting._factory import Authenticate, request_principal
 from checkflow.hosting._http import (
     HttpError,
     describe_error,
     error_response,
     json_response,
     read_json,
-    sse_frame,
 )
 from checkflow.hosting._inspect import snapshot_detail
+from checkflow.hosting._mounts import PrefixMount, check_prefixes, check_routes_within
+from checkflow.hosting._protocol import Host
 from checkflow.hosting._results import ResumeToken
+from checkflow.hosting._runs import HostedRun
+from checkflow.hosting._sse import ServerSentEvent, sse_response
 from checkflow.hosting._views import event_view, jsonable, run_view, snapshot_summary
-from checkflow.hosting._workflow_host import HostedRunStream, WorkflowHost
 
 __all__ = ["build_app"]
 
 _OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+NATIVE_PREFIXES = ("/v1", "/healthz", "/readyz")
+"""The paths the native API owns; no adapter may mount under them."""
 
 
 class RunRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -79,17 +87,6 @@ class _PrincipalMiddleware:
         await self.app(scope, receive, send)
 
 
-def _handler(fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Any]:
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await fn(request)
-        except Exception as exc:
-            return error_response(exc)
-
-    endpoint.__name__ = fn.__name__
-    return endpoint
-
-
 _NATIVE_PREFIX = "/v1/conversations/"
 _BASE = _NATIVE_PREFIX + "{conversation_id:path}"
 
@@ -113,14 +110,20 @@ class _EncodedNativePaths:
 
 
 def _param(request: Request, name: str) -> str:
-    return urllib.parse.unquote(str(request.path_params[name]))
+    """A path parameter, percent-decoded strictly: bytes that are not UTF-8 are refused."""
+    try:
+        return urllib.parse.unquote_to_bytes(str(request.path_params[name])).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidConversationIdError(
+            f"{name} is not valid percent-encoded UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
 
 
 def _conversation_id(request: Request) -> str:
     return _param(request, "conversation_id")
 
 
-def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]:
+def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
     async def run(request: Request) -> Response:
         body = await read_json(request, RunRequest, max_body_bytes=max_body_bytes)
         if body.message is not None and body.responses is not None:
@@ -135,9 +138,10 @@ def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]
         }
         if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
             stream = await host.run(conversation_id, stream=True, **options)
-            return StreamingResponse(_sse(stream), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-store"})
-        return json_response(run_view(await host.run(conversation_id, **options)))
+            assert isinstance(stream, HostedRun)
+            return sse_response(_sse(stream))
+        result = await host.run(conversation_id, **options)
+        return json_response(run_view(result))
 
     async def get_conversation(request: Request) -> Response:
         state = await host.get_conversation(
@@ -158,36 +162,43 @@ def _workflow_routes(host: WorkflowHost, max_body_bytes: int) -> list[BaseRoute]
 
     return [
         *_conversation_routes(host, run),
-        Route(_BASE + "/snapshots/{snapshot_id}", _handler(get_snapshot), methods=["GET"]),
-        Route(_BASE + "/snapshots", _handler(list_snapshots), methods=["GET"]),
-        Route(_BASE, _handler(get_conversation), methods=["GET"]),
+        Route(_BASE + "/snapshots/{snapshot_id}", get_snapshot, methods=["GET"]),
+        Route(_BASE + "/snapshots", list_snapshots, methods=["GET"]),
+        Route(_BASE, get_conversation, methods=["GET"]),
     ]
 
 
 def _conversation_routes(
-    host: WorkflowHost | AgentHost, run: Callable[[Request], Awaitable[Response]]
+    host: Host, run: Callable[[Request], Awaitable[Response]]
 ) -> list[BaseRoute]:
     """``POST .../runs`` with ``run`` and ``DELETE`` of the conversation, for either host."""
 
     async def delete_conversation(request: Request) -> Response:
-        await host.delete_conversation(
-            _conversation_id(request), principal=request_principal(request))
+        await host.delete(_conversation_id(request), principal=request_principal(request))
         return Response(status_code=204)
 
+    async def cancel(request: Request) -> Response:
+        cancelled = await host.cancel(_conversation_id(request),
+                                      principal=request_principal(request))
+        return json_response({"conversation_id": _conversation_id(request),
+                              "cancelled": cancelled})
+
     return [
-        Route(_BASE + "/runs", _handler(run), methods=["POST"]),
-        Route(_BASE, _handler(delete_conversation), methods=["DELETE"]),
+        Route(_BASE + "/runs", run, methods=["POST"]),
+        Route(_BASE + "/cancel", cancel, methods=["POST"]),
+        Route(_BASE, delete_conversation, methods=["DELETE"]),
     ]
 
 
-async def _sse(stream: HostedRunStream) -> AsyncIterator[bytes]:
-    """Events as they happen; the last frame is ``result`` (the run body) or ``error``."""
+async def _sse(stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
+    """Events as they happen (``id`` = the run's sequence); the last is ``result`` or ``error``."""
     try:
         async for event in stream:
-            yield sse_frame(type(event).__name__, event_view(event))
-        yield sse_frame("result", run_view(await stream.get_result()))
+            yield ServerSentEvent(event_view(event), event=type(event).__name__,
+                                  id=event.sequence)
+        yield ServerSentEvent(run_view(await stream.get_result()), event="result")
     except Exception as exc:
-        yield sse_frame("error", describe_error(exc)[1])
+        yield ServerSentEvent(describe_error(exc)[1], event="error")
     finally:
         await stream.aclose()
 
@@ -207,7 +218,7 @@ def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
     return _conversation_routes(host, run)
 
 
-def _health_routes(host: WorkflowHost | AgentHost) -> list[BaseRoute]:
+def _health_routes(host: Host) -> list[BaseRoute]:
     async def healthz(request: Request) -> Response:
         return json_response({"status": "ok"})
 
@@ -230,8 +241,42 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
                          exc.status_code, dict(exc.headers or {}))
 
 
+async def _mapped_error(request: Request, exc: Exception) -> Response:
+    return error_response(exc)
+
+
+NATIVE_EXCEPTION_HANDLERS: dict[Any, Any] = {
+    HTTPException: _http_exception,
+    HttpError: _mapped_error,
+    CheckflowError: _mapped_error,
+    ValueError: _mapped_error,
+    OSError: _mapped_error,  # a store's fault: a typed 503, never a traceback per request
+    Exception: _mapped_error,
+}
+"""The native API's one error mapping, also the default of every adapter's sub-app."""
+
+
+def _adapter_mounts(host: Host, adapters: Sequence[Adapter],
+                    max_body_bytes: int) -> list[BaseRoute]:
+    claims: list[tuple[str, Sequence[str]]] = [("the native API", NATIVE_PREFIXES)]
+    mounts: list[BaseRoute] = []
+    for adapter in adapters:
+        name = getattr(adapter, "name", None) or type(adapter).__name__
+        routes = adapter.routes(host)
+        prefixes = adapter_prefixes(adapter, routes)
+        check_routes_within(name, prefixes, [str(getattr(r, "path", "")) for r in routes])
+        claims.append((name, prefixes))
+        handlers = adapter_exception_handlers(adapter) or NATIVE_EXCEPTION_HANDLERS
+        sub = Starlette(routes=routes, exception_handlers=handlers)
+        sub.state.host = host
+        sub.state.max_body_bytes = max_body_bytes
+        mounts.append(PrefixMount(prefixes, sub, name))
+    check_prefixes(claims)
+    return mounts
+
+
 def build_app(
-    host: WorkflowHost | AgentHost,
+    host: Host,
     *,
     adapters: Sequence[Adapter],
     authenticate: Authenticate | None,
@@ -239,17 +284,16 @@ def build_app(
 ) -> Starlette:
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
     routes = _health_routes(host)
-    for adapter in adapters:
-        routes.extend(adapter.routes(host))
-    if isinstance(host, WorkflowHost):
-        routes.extend(_workflow_routes(host, max_body_bytes))
-    else:
+    routes.extend(_adapter_mounts(host, adapters, max_body_bytes))
+    if isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
+    else:
+        routes.extend(_workflow_routes(host, max_body_bytes))
     middleware = [Middleware(_EncodedNativePaths)]
     if authenticate is not None:
         middleware.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))
     app = Starlette(routes=routes, middleware=middleware,
-                    exception_handlers={HTTPException: _http_exception})
+                    exception_handlers=NATIVE_EXCEPTION_HANDLERS)
     app.state.host = host
     app.state.max_body_bytes = max_body_bytes
     return app

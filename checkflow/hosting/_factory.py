@@ -1,4 +1,4 @@
-"""The app seam: ``create_app``, the ``Adapter`` protocol and the request principal.
+"""The app seam: ``create_app`` and the request principal (``Adapter`` is in ``_adapter``).
 
 Importable without the ``hosting`` extra (so ``import checkflow`` needs only msgspec):
 starlette is imported when ``create_app`` is called, with an error naming the extra if it
@@ -8,33 +8,20 @@ is missing. This module must never build routes itself; ``_app`` does.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
+
+from checkflow.hosting._adapter import Adapter
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.routing import BaseRoute
 
-    from checkflow.hosting._agent_host import AgentHost
-    from checkflow.hosting._workflow_host import WorkflowHost
+    from checkflow.hosting._protocol import Host
 
 __all__ = ["Adapter", "Authenticate", "create_app", "request_principal"]
 
 Authenticate = Callable[["Request"], "str | Awaitable[str | None] | None"]
 """``authenticate(request) -> principal | None``, sync or async; ``None`` means 401."""
-
-
-@runtime_checkable
-class Adapter(Protocol):
-    """A protocol adapter: hands the app the routes that translate its protocol to the host.
-
-    Routes call the host (``WorkflowHost.run`` etc.) with ``principal=request_principal(request)``
-    and are mounted as given, beside the native API.
-    """
-
-    def routes(self, host: Any) -> list[BaseRoute]:
-        """The routes serving this protocol for ``host`` (a ``WorkflowHost`` or ``AgentHost``)."""
-        ...
 
 
 def request_principal(request: Request) -> str | None:
@@ -43,7 +30,7 @@ def request_principal(request: Request) -> str | None:
 
 
 def create_app(
-    host: WorkflowHost | AgentHost,
+    host: Host,
     *,
     adapters: Sequence[Adapter] = (),
     authenticate: Authenticate | None = None,
@@ -54,6 +41,8 @@ def create_app(
     ``authenticate(request) -> principal | None`` (sync or async), when given, runs for every
     request but the health probes; ``None`` answers 401, and each principal sees only its
     own conversations. Bodies over ``max_body_bytes`` are refused with 413 while streaming.
+    Each adapter is mounted as a sub-app under its prefixes; overlapping prefixes raise
+    ``AdapterConflictError`` naming both.
     """
     try:
         from checkflow.hosting._app import build_app

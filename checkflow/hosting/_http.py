@@ -8,6 +8,7 @@ lives here and nowhere else. This module must never run a workflow.
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 from typing import Any, TypeVar
@@ -19,18 +20,30 @@ from starlette.responses import Response
 from checkflow.errors import (
     CheckpointConflictError,
     CheckpointInUseError,
+    CheckpointLostError,
+    CommitOutcomeUnknownError,
     ConversationBusyError,
+    ConversationLimitError,
     ConversationNotFoundError,
+    CorruptCheckpointError,
+    CorruptSessionError,
     GraphSignatureMismatchError,
+    InvalidConversationIdError,
     InvalidMessageError,
     InvalidResponseError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
+    StateTooLargeError,
+    StorageError,
+    StorageFullError,
+    StorageReadOnlyError,
 )
 from checkflow.hosting._views import error_body
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "HttpError",
+    "convert_body",
     "describe_error",
     "error_response",
     "json_response",
@@ -66,32 +79,91 @@ def _is_json(content_type: str) -> bool:
                                             media.endswith("+json"))
 
 
-async def read_json(request: Request, type: type[T], *, max_body_bytes: int) -> T:
-    """The request body decoded as ``type``: 415, 413, 400 (malformed) or 422 (schema) else."""
+MAX_JSON_DEPTH = 64
+"""How deeply a request body may nest (objects and arrays) before it is refused with 422."""
+
+
+async def read_json(
+    request: Request,
+    type: type[T],
+    *,
+    max_body_bytes: int | None = None,
+    max_depth: int = MAX_JSON_DEPTH,
+) -> T:
+    """The request body decoded as ``type``, or an ``HttpError`` naming what was wrong.
+
+    415 for another media type, 413 past ``max_body_bytes`` (the app's limit when ``None``;
+    the body is refused while it streams in), 400 for malformed JSON, 422 ``too_deeply_nested``
+    past ``max_depth`` levels, 422 ``invalid_request`` when it does not fit ``type`` (the
+    message names the field). ``type`` may be a msgspec Struct, a dataclass, a TypedDict, any
+    msgspec-convertible annotation, or a pydantic model (validated by pydantic).
+    """
     content_type = request.headers.get("content-type", "")
     if not _is_json(content_type):
         raise HttpError(415, "unsupported_media_type",
                         f"send application/json, not {content_type or 'no content type'!r}")
-    too_large = HttpError(413, "body_too_large",
-                          f"the body is larger than {max_body_bytes} bytes")
+    limit = max_body_bytes if max_body_bytes is not None else _app_limit(request)
+    too_large = HttpError(413, "body_too_large", f"the body is larger than {limit} bytes")
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+    if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > max_body_bytes:
+        if size > limit:
             raise too_large
         chunks.append(chunk)
+    body = b"".join(chunks)
+    too_deep = HttpError(422, "too_deeply_nested",
+                         f"the body nests deeper than {max_depth} levels", max_depth=max_depth)
     try:
-        parsed = _json_decoder.decode(b"".join(chunks))
+        parsed = _json_decoder.decode(body)
+    except RecursionError:
+        raise too_deep from None
     except msgspec.DecodeError as exc:
         raise HttpError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+    if (isinstance(parsed, (dict, list)) and body.count(b"[") + body.count(b"{") > max_depth
+            and _too_deep(parsed, max_depth)):
+        raise too_deep
+    return convert_body(parsed, type)
+
+
+def convert_body(parsed: Any, type: type[T]) -> T:
+    """``parsed`` JSON as ``type`` (see ``read_json``); 422 naming the field if it does not fit."""
+    validate = getattr(type, "model_validate", None)
+    if callable(validate):  # a pydantic model: its own validation and error locations
+        try:
+            return validate(parsed)  # type: ignore[no-any-return]
+        except ValueError as exc:
+            errors = getattr(exc, "errors", None)
+            first = errors()[0] if callable(errors) and errors() else None
+            if first is None:
+                raise HttpError(422, "invalid_request", str(exc)) from None
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            raise HttpError(422, "invalid_request", f"{first.get('msg')} - at `$.{where}`",
+                            field=where) from None
     try:
         return msgspec.convert(parsed, type, strict=True)
     except msgspec.ValidationError as exc:
         raise HttpError(422, "invalid_request", str(exc)) from None
+
+
+def _app_limit(request: Request) -> int:
+    limit = getattr(request.app.state, "max_body_bytes", None) if "app" in request.scope else None
+    return int(limit) if limit is not None else 1_048_576
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether parsed JSON nests containers deeper than ``limit`` (iterative, no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str]]:
@@ -113,11 +185,51 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
         return 404, "conversation_not_found", {}, {}
     if isinstance(exc, SnapshotNotFoundError):
         return 404, "snapshot_not_found", {"snapshot_id": exc.snapshot_id}, {}
+    if isinstance(exc, InvalidConversationIdError):
+        if exc.too_long:
+            return 414, "conversation_id_too_long", {}, {}
+        return 400, "invalid_conversation_id", {}, {}
+    if isinstance(exc, ConversationLimitError):
+        limits = {"limit": exc.limit, "maximum": exc.maximum, "actual": exc.actual}
+        return 409, f"{exc.limit}_limit", limits, {}
     if isinstance(exc, InvalidMessageError):
         return 422, "invalid_message", {"accepted_types": exc.accepted_types}, {}
+    if isinstance(exc, CheckpointLostError):  # before corruption: a loss, never "not found"
+        lost = {"checkpoint_id": exc.checkpoint_id,
+                "expected_head_snapshot_id": exc.expected_head_snapshot_id,
+                "actual_head_snapshot_id": exc.actual_head_snapshot_id}
+        _log.error("acknowledged history lost: %s", exc)
+        return 500, "checkpoint_lost", lost, {}
+    if isinstance(exc, StateTooLargeError):
+        return 422, "state_too_large", {"size": exc.size, "limit": exc.limit}, {}
+    storage = _storage_fault(exc)
+    if storage is not None:
+        _log.warning("storage fault while serving a request: %s: %s", type(exc).__name__, exc)
+        return 503, storage[0], storage[1], {"Retry-After": "1"}
     if isinstance(exc, InvalidResponseError):
         return 422, "invalid_response", {"request_id": exc.request_id}, {}
     raise exc
+
+
+_OS_FAULTS = {errno.ENOSPC: "storage_full", errno.EDQUOT: "storage_full",
+              errno.EROFS: "storage_read_only"}
+
+
+def _storage_fault(exc: BaseException) -> tuple[str, dict[str, Any]] | None:
+    """(code, details) when ``exc`` is a fault of the stores, never the client's."""
+    if isinstance(exc, CorruptCheckpointError):
+        return "checkpoint_corrupt", {"source": exc.source}
+    if isinstance(exc, CorruptSessionError):
+        return "session_corrupt", {"source": exc.source}
+    if isinstance(exc, StorageFullError):
+        return "storage_full", {}
+    if isinstance(exc, StorageReadOnlyError):
+        return "storage_read_only", {}
+    if isinstance(exc, (StorageError, CommitOutcomeUnknownError)):
+        return "storage_unavailable", {}
+    if isinstance(exc, OSError):
+        return _OS_FAULTS.get(exc.errno or 0, "storage_unavailable"), {}
+    return None
 
 
 def describe_error(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:

@@ -1,4 +1,4 @@
-"""Read-only views of checkpoints for people and tools: state, export, and a text tree.
+"""Read-only views of checkpoints for people and tools: summaries, state, and exports.
 
 Everything here decodes with the codec's inspection decode, so a snapshot holding types this
 process never registered (the CLI runs without the workflow's code) is shown with opaque
@@ -18,7 +18,6 @@ __all__ = [
     "checkpoint_export",
     "checkpoint_summary",
     "inspect_state",
-    "render_tree",
     "snapshot_detail",
 ]
 
@@ -51,7 +50,12 @@ def head_status(checkpoint: Checkpoint) -> str | None:
 
 
 def checkpoint_summary(checkpoint: Checkpoint) -> dict[str, Any]:
-    """Identity, head, head status and size of a checkpoint, JSON-native."""
+    """Identity, head, head status and size of a checkpoint, JSON-native.
+
+    ``head_snapshot_id`` is the checkpoint's working head; where storage's persisted head
+    differs (a conversation positioned at its last good turn), it is shown as
+    ``storage_head_snapshot_id`` too.
+    """
     return {
         "checkpoint_id": checkpoint.checkpoint_id,
         "workflow_name": checkpoint.workflow_name,
@@ -60,6 +64,8 @@ def checkpoint_summary(checkpoint: Checkpoint) -> dict[str, Any]:
         "status": head_status(checkpoint),
         "snapshot_count": len(checkpoint.snapshots),
         "tips": [s.snapshot_id for s in checkpoint.tips()],
+        **({"storage_head_snapshot_id": checkpoint.persisted_head_snapshot_id}
+           if checkpoint.persisted_head_snapshot_id != checkpoint.head_snapshot_id else {}),
     }
 
 
@@ -69,41 +75,3 @@ def checkpoint_export(checkpoint: Checkpoint) -> dict[str, Any]:
     body = checkpoint_summary(checkpoint)
     body["snapshots"] = [snapshot_detail(s, head) for s in checkpoint.snapshots]
     return body
-
-
-def _label(snapshot: CheckpointSnapshot, head: str | None) -> str:
-    meta = inspect_metadata(snapshot)
-    parts = [snapshot.snapshot_id]
-    for key in ("boundary", "superstep", "status"):
-        if meta.get(key) is not None:
-            parts.append(f"{key}={meta[key]}")
-    parts.append(snapshot.timestamp)
-    if snapshot.snapshot_id == head:
-        parts.append("<- head")
-    return "  ".join(str(p) for p in parts)
-
-
-def render_tree(checkpoint: Checkpoint) -> str:
-    """The snapshot graph as text: a chain stays in one column, a branch point forks.
-
-    ``●`` marks the head, ``○`` every other snapshot; ``├─``/``└─`` draw the branches.
-    """
-    head = checkpoint.head_snapshot_id
-    lines: list[str] = []
-
-    def walk(snapshot: CheckpointSnapshot, first: str, rest: str) -> None:
-        # Iterative along single-child chains so a long lineage never recurses deeply.
-        while True:
-            marker = "●" if snapshot.snapshot_id == head else "○"
-            lines.append(f"{first}{marker} {_label(snapshot, head)}")
-            children = checkpoint.children(snapshot.snapshot_id)
-            if len(children) != 1:
-                break
-            snapshot, first = children[0], rest
-        for i, child in enumerate(children):
-            last = i == len(children) - 1
-            walk(child, rest + ("└─" if last else "├─"), rest + ("  " if last else "│ "))
-
-    for root in (s for s in checkpoint.snapshots if s.parent_snapshot_id is None):
-        walk(root, "", "")
-    return "\n".join(lines)

@@ -11,10 +11,29 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Final
 
 import msgspec
 
-__all__ = ["ConversationKey"]
+from checkflow.errors import InvalidConversationIdError
+
+__all__ = [
+    "AGENT_SESSION_KEY",
+    "CONVERSATION_KEY",
+    "GENERATION_KEY",
+    "MAX_CONVERSATION_ID_LENGTH",
+    "ConversationKey",
+]
+
+CONVERSATION_KEY: Final = "conversation"
+"""``state[CONVERSATION_KEY]``: the readable ``{"principal", "conversation_id"}`` of a session."""
+GENERATION_KEY: Final = "generation"
+"""``state[GENERATION_KEY]``: how many checkpoints the conversation has started afresh."""
+AGENT_SESSION_KEY: Final = "agent_session"
+"""``state[AGENT_SESSION_KEY]``: an ``AgentHost`` conversation's own ``AgentSession``."""
+_SESSION_PREFIX: Final = "conversation-"
+MAX_CONVERSATION_ID_LENGTH: Final = 512
+"""The longest conversation id (in characters) a host accepts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +42,15 @@ class ConversationKey:
 
     principal: str | None
     conversation_id: str
+
+    def __post_init__(self) -> None:
+        cid = self.conversation_id
+        if not cid:
+            raise InvalidConversationIdError("it is empty")
+        if len(cid) > MAX_CONVERSATION_ID_LENGTH:
+            raise InvalidConversationIdError(
+                f"it has {len(cid)} characters; the limit is {MAX_CONVERSATION_ID_LENGTH}",
+                too_long=True)
 
     @property
     def digest(self) -> str:
@@ -33,11 +61,25 @@ class ConversationKey:
     @property
     def session_id(self) -> str:
         """The id of the conversation's ``AgentSession`` in the host's session store."""
-        return f"conversation-{self.digest}"
+        return f"{_SESSION_PREFIX}{self.digest}"
+
+    @staticmethod
+    def is_session_id(session_id: str) -> bool:
+        """Whether ``session_id`` names a conversation's session (not a record's)."""
+        return session_id.startswith(_SESSION_PREFIX) and len(session_id) == len(
+            _SESSION_PREFIX) + 32
+
+    @staticmethod
+    def session_id_of_checkpoint(checkpoint_id: str) -> str | None:
+        """The session of the conversation a host checkpoint id belongs to, if it is one."""
+        stem, sep, generation = checkpoint_id.rpartition("-g")
+        if not sep or not generation.isdigit() or not ConversationKey.is_session_id(stem):
+            return None
+        return stem
 
     def checkpoint_id(self, generation: int) -> str:
         """The checkpoint id of this conversation's ``generation``-th checkpoint."""
-        return f"conversation-{self.digest}-g{generation}"
+        return f"{self.session_id}-g{generation}"
 
     def describe(self) -> dict[str, str | None]:
         """The readable identity stored inside the session (ids alone are hashes)."""

@@ -6,7 +6,11 @@ in the conversation's session (owner and expiry) through an ``expected_version``
 create-only one for a brand-new conversation), so a second host sharing the session store
 refuses the conversation too; it is cleared when the run ends. The checkpoint storage's
 conflict check stays the last line of defence.
-This module must never queue a request or wait for a conversation to become free.
+
+A host that does not own a running conversation asks its owner to stop by recording
+``state["cancel"]`` in the session; the owner sees it at its next lease renewal (the renewal
+interval, ``renew_seconds``, bounds how late a cross-process cancel takes effect) and stops
+the run. This module must never queue a request or wait for a conversation to become free.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from checkflow.errors import (
@@ -30,17 +35,57 @@ from checkflow.errors import (
 from checkflow.hosting._keys import ConversationKey
 from checkflow.sessions import AgentSession, SessionStore
 
-__all__ = ["BusySet", "ConversationLease", "LeaseManager", "new_owner_id"]
+__all__ = [
+    "BusySet",
+    "ConversationLease",
+    "LeaseManager",
+    "new_owner_id",
+    "owner_is_gone",
+    "process_identity",
+]
 
 _log = logging.getLogger("checkflow.hosting")
 
 LEASE_KEY = "lease"
+CANCEL_KEY = "cancel"
 SessionUpdate = Callable[[dict[str, Any]], None]
 
 
 def new_owner_id() -> str:
     """A lease owner id unique to this host object: host name, process id and a random part."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def process_identity(pid: int) -> str | None:
+    """What tells process ``pid`` on this machine from any other, ever: the boot id and the
+    process's start time (so a reused pid is another process). ``None`` if it is not running
+    or the system does not say (then liveness is never assumed gone)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+    return f"{boot}:{fields[19]}"  # field 22 of stat: the start time in clock ticks
+
+
+_HOST = socket.gethostname()
+_SELF = process_identity(os.getpid())
+
+
+def owner_is_gone(lease: dict[str, Any]) -> bool:
+    """Whether a lease's owner is a process of THIS machine that no longer runs.
+
+    Only a process on the same host can be seen to be dead; a lease of another host, or of a
+    process whose identity this system does not expose, is waited out (or unlocked by an
+    operator).
+    """
+    if lease.get("host") != _HOST or _SELF is None:
+        return False
+    pid, identity = lease.get("pid"), lease.get("process")
+    if not isinstance(pid, int) or not isinstance(identity, str):
+        return False
+    return process_identity(pid) != identity
 
 
 class BusySet:
@@ -77,26 +122,53 @@ class ConversationLease:
         self.session = session
         self.took_over = took_over  # an expired lease of another owner was replaced
         self.created = created  # this lease's write created the session (a new conversation)
+        self.on_cancel: Callable[[], Awaitable[None]] | None = None  # set by the running host
+        self._cancelling: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._renewer = asyncio.create_task(self._renew())
 
     async def _renew(self) -> None:
-        interval = self._manager.lease_seconds / 3
+        interval = self._manager.renew_seconds
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), interval)
             if self._stop.is_set():
                 return
-            self.session.state[LEASE_KEY] = self._manager.new_lease()
             try:
-                await self._manager.store.set(self.session, expected_version=self.session.version)
-            except SessionConflictError:
-                _log.warning("conversation %r: lease lost to another host while running",
-                             self.key.conversation_id)
-                return
+                if not await self._renew_once():
+                    return
             except Exception:  # a store hiccup must not end the run: try again next interval
                 _log.warning("conversation %r: renewing the lease failed; retrying",
                              self.key.conversation_id, exc_info=True)
+
+    async def _renew_once(self) -> bool:
+        """Extend the lease; honour a recorded cancel request. False when the lease is lost."""
+        store = self._manager.store
+        self.session.state[LEASE_KEY] = self._manager.new_lease()
+        try:
+            await store.set(self.session, expected_version=self.session.version)
+            return True
+        except SessionConflictError:
+            fresh = await store.get(self.session.session_id)
+        lease = None if fresh is None else fresh.state.get(LEASE_KEY)
+        ours = isinstance(lease, dict) and lease.get("owner") == self._manager.owner
+        if fresh is None or not ours:
+            _log.warning("conversation %r: lease lost to another host while running",
+                         self.key.conversation_id)
+            return False
+        if CANCEL_KEY in fresh.state:
+            self._cancel_requested()
+        fresh.state[LEASE_KEY] = self._manager.new_lease()
+        await store.set(fresh, expected_version=fresh.version)
+        self.session = fresh
+        return True
+
+    def _cancel_requested(self) -> None:
+        """Stop the run in a task of its own: stopping releases this lease, which awaits us."""
+        if self.on_cancel is not None and self._cancelling is None:
+            _log.info("conversation %r: cancelled by a request recorded in its session",
+                      self.key.conversation_id)
+            self._cancelling = asyncio.ensure_future(self.on_cancel())
 
     async def release(self, update: SessionUpdate | None = None, *, discard: bool = False) -> None:
         """Stop renewing; apply ``update`` to the session, clear the lease and store it (CAS).
@@ -135,6 +207,7 @@ class ConversationLease:
                 update(session.state)
             if self._manager.foreign_lease_remaining(session) == 0:
                 session.state.pop(LEASE_KEY, None)  # ours, or expired: end it
+                session.state.pop(CANCEL_KEY, None)  # a cancel request dies with its run
             try:
                 await store.set(session, expected_version=session.version)
                 return
@@ -152,22 +225,61 @@ class ConversationLease:
 class LeaseManager:
     """Takes and ends conversation leases in one session store for one owner (one host)."""
 
-    def __init__(self, store: SessionStore, *, owner: str, lease_seconds: float) -> None:
+    def __init__(self, store: SessionStore, *, owner: str, lease_seconds: float,
+                 renew_seconds: float | None = None) -> None:
+        if lease_seconds <= 0:
+            raise ValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
+        if renew_seconds is not None and not 0 < renew_seconds < lease_seconds:
+            raise ValueError(
+                f"renew_seconds must be between 0 and lease_seconds ({lease_seconds}), "
+                f"not {renew_seconds!r}")
         self.busy = BusySet()
         self.store = store
         self.owner = owner
         self.lease_seconds = lease_seconds
+        self.renew_seconds = renew_seconds if renew_seconds is not None else lease_seconds / 3
+
+    async def request_cancel(self, key: ConversationKey) -> bool:
+        """Record a cancel request for a run another owner holds; whether one was running."""
+        for _attempt in range(5):
+            session = await self.store.get(key.session_id)
+            if session is None:
+                return False
+            lease = session.state.get(LEASE_KEY)
+            if not isinstance(lease, dict) or float(lease.get("expires_at", 0.0)) <= time.time(
+            ) or owner_is_gone(lease):
+                return False  # nothing runs (or its owner died): nothing to stop
+            if CANCEL_KEY in session.state:
+                return True
+            session.state[CANCEL_KEY] = {"requested_at": time.time(), "by": self.owner}
+            try:
+                await self.store.set(session, expected_version=session.version)
+            except SessionConflictError:
+                continue  # a renewal or the run's end got there first: look again
+            return True
+        return False
 
     def new_lease(self) -> dict[str, Any]:
-        """This owner's lease record, expiring ``lease_seconds`` from now."""
-        return {"owner": self.owner, "expires_at": time.time() + self.lease_seconds}
+        """This owner's lease record, expiring ``lease_seconds`` from now.
+
+        It names the host, process id and process identity too, so a restarted server on the
+        same machine sees at once that the owner died and need not wait the lease out.
+        """
+        return {"owner": self.owner, "expires_at": time.time() + self.lease_seconds,
+                "host": _HOST, "pid": os.getpid(), "process": _SELF}
 
     def foreign_lease_remaining(self, session: AgentSession) -> float:
-        """Seconds left on a lease held by another owner (0 when none or expired)."""
+        """Seconds left on a lease held by another, living owner (0 when none, expired, or
+        its owner is a process of this machine that is gone)."""
         lease = session.state.get(LEASE_KEY)
         if not isinstance(lease, dict) or lease.get("owner") == self.owner:
             return 0.0
-        return max(0.0, float(lease.get("expires_at", 0.0)) - time.time())
+        remaining = max(0.0, float(lease.get("expires_at", 0.0)) - time.time())
+        if remaining and owner_is_gone(lease):
+            _log.warning("conversation session %r: lease owner %s is gone; taking over",
+                         session.session_id, lease.get("owner"))
+            return 0.0
+        return remaining
 
     async def acquire(self, key: ConversationKey, *, create: bool = True) -> ConversationLease:
         """Claim ``key`` in this process, then record a lease in its session.

@@ -51,8 +51,10 @@ class HostedRunResult:
 class ConversationState:
     """A conversation as stored: status and pending requests at its head, all outputs so far.
 
-    ``checkpoint`` is a freshly loaded copy for reading its snapshots (its working head may be
-    ahead of the conversation's after a failed run; ``resume_token`` names the real one).
+    ``checkpoint`` is a freshly loaded copy for reading its snapshots, positioned at the
+    conversation's head (``resume_token``); ``storage_head_snapshot_id`` is the storage's own
+    head, which is ahead of the conversation's after a failed turn (the conversation's head
+    is the truth: the next turn continues from it).
     """
 
     conversation_id: str
@@ -61,3 +63,4 @@ class ConversationState:
     pending_requests: Mapping[str, PendingRequest]
     resume_token: ResumeToken | None
     checkpoint: Checkpoint | None = None
+    storage_head_snapshot_id: str | None = None

@@ -11,7 +11,6 @@ This module must never do I/O or import the web framework.
 from __future__ import annotations
 
 import dataclasses
-import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ import msgspec
 from checkflow import state as codec
 from checkflow.errors import CheckflowError, WorkflowConvergenceError
 from checkflow.state import OpaqueValue
+from checkflow.workflows import response_schema
 
 if TYPE_CHECKING:
     from checkflow.checkpoints import CheckpointSnapshot
@@ -32,6 +32,7 @@ __all__ = [
     "inspect_metadata",
     "jsonable",
     "pending_view",
+    "response_schema",
     "run_view",
     "snapshot_summary",
     "token_view",
@@ -80,22 +81,14 @@ def jsonable(value: Any) -> Any:
     return msgspec.to_builtins(_unwrap_opaque(value), enc_hook=_fallback, str_keys=True)
 
 
-def response_schema(response_type: Any) -> dict[str, Any]:
-    """The JSON schema an answer to a request must satisfy (``{}`` when anything goes)."""
-    if response_type is typing.Any or response_type is object or response_type is None:
-        return {}
-    try:
-        return msgspec.json.schema(response_type)
-    except (TypeError, ValueError):
-        return {}
-
-
 def pending_view(request: PendingRequest) -> dict[str, Any]:
     """A pending request as the API shows it: the answer's JSON Schema, not a type name."""
+    schema = getattr(request, "response_schema", None)
     return {
         "request_id": request.request_id,
         "data": jsonable(request.data),
-        "response_schema": response_schema(request.response_type),
+        "response_schema": schema if isinstance(schema, dict) else response_schema(
+            request.response_type),
         "source_executor_id": request.source_executor_id,
     }
 
@@ -135,6 +128,10 @@ def run_view(result: HostedRunResult | ConversationState) -> dict[str, Any]:
     error = getattr(result, "error", None)
     if error is not None:
         body["error"] = error_object(error)
+    storage_head = getattr(result, "storage_head_snapshot_id", None)
+    token = result.resume_token
+    if storage_head is not None and token is not None and storage_head != token.snapshot_id:
+        body["storage_head_snapshot_id"] = storage_head  # ahead after a failed turn
     return body
 
 
@@ -160,10 +157,16 @@ def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
 
 
 def event_view(event: Any) -> dict[str, Any]:
-    """A workflow event as ``{"type": <class name>, ...its fields}`` (requests as in bodies)."""
+    """A workflow event as ``{"type": <class name>, "sequence", "timestamp", ...its fields}``
+    (requests as in bodies; the timestamp in ISO 8601, UTC)."""
     body: dict[str, Any] = {"type": type(event).__name__}
+    stamp = getattr(event, "timestamp", None)
+    if stamp is not None:
+        body["timestamp"] = stamp.isoformat()
     fields = dataclasses.fields(event) if dataclasses.is_dataclass(event) else ()
     for f in fields:
+        if f.name.startswith("_"):
+            continue
         value = getattr(event, f.name)
         body[f.name] = pending_view(value) if _is_pending(value) else jsonable(value)
     return body

@@ -3,78 +3,73 @@
 Per conversation: claim it (busy set, then session lease), load the checkpoint its session
 references (or create one attached to the host's storage), check the resume token, branch if
 asked, run, and store the session back only once the run's outcome is known. The session
-holds a ``CheckpointReference`` to the conversation's last good head; nothing else maps
-conversations to checkpoints. This module must never queue a request for a busy conversation
-and never import the web framework.
+holds a ``CheckpointReference`` to the conversation's last good head (written and read by
+``checkflow.agents``' session-checkpoint helpers, the same ones ``WorkflowAgent`` uses);
+nothing else maps conversations to checkpoints. This module must never queue a request for a
+busy conversation and never import the web framework.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict, TypeVar, Unpack, overload
+from typing import Any, Literal, Unpack, overload
 
+from checkflow.agents import (
+    CHECKPOINT_KEY,
+    ChatMessage,
+    load_session_checkpoint,
+    store_session_checkpoint,
+)
 from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
 from checkflow.errors import (
     CheckflowError,
-    CheckpointConflictError,
-    CheckpointInUseError,
     CheckpointNotFoundError,
-    ConversationBusyError,
+    ConversationLimitError,
     ConversationNotFoundError,
     GraphSignatureMismatchError,
     InvalidMessageError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
-    WorkflowConvergenceError,
-    WorkflowRunError,
 )
-from checkflow.hosting import _engine
 from checkflow.hosting._convert import MessageConverter
-from checkflow.hosting._keys import ConversationKey
-from checkflow.hosting._lease import ConversationLease, LeaseManager, new_owner_id
+from checkflow.hosting._host_base import HostBase, shielded
+from checkflow.hosting._hosted_stream import HostedRunStream
+from checkflow.hosting._keys import GENERATION_KEY, ConversationKey
+from checkflow.hosting._lease import ConversationLease
+from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._target import Resolver
-from checkflow.sessions import InMemorySessionStore, SessionStore
+from checkflow.sessions import SessionStore
 from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import (
+    Interceptor,
     RunStatus,
     Workflow,
-    WorkflowEvent,
     WorkflowRunResult,
-    WorkflowRunStream,
+    inspect_snapshot,
+    pending_request_ids,
 )
 
-__all__ = ["HostedRunStream", "RunOptions", "WorkflowHost"]
+__all__ = ["HostedRunStream", "WorkflowHost"]
 
-T = TypeVar("T")
 SignatureMismatchPolicy = Literal["reject", "new_checkpoint"]
-_FAILURES = (WorkflowRunError, WorkflowConvergenceError)
-
-
-class RunOptions(TypedDict, total=False):
-    """The keyword arguments of ``WorkflowHost.run`` besides ``stream`` (all optional)."""
-
-    message: Any
-    responses: Mapping[str, Any] | None
-    principal: str | None
-    from_snapshot: str | None
-    resume_token: ResumeToken | None
+_CHECKPOINT = CHECKPOINT_KEY
 
 
 @dataclass(slots=True)
-class _Prepared:
+class Prepared:
     """A conversation claimed and ready to run: its lease, checkpoint and last good head."""
 
+    key: ConversationKey
     lease: ConversationLease
     checkpoint: Checkpoint
     generation: int
     good_head: str | None
 
 
-class WorkflowHost:
+class WorkflowHost(HostBase):
     """Runs one workflow for many conversations; each conversation's session holds its checkpoint.
 
     ``target`` is a ``Workflow``, a ``WorkflowBuilder`` or a zero-argument factory (sync or
@@ -82,8 +77,19 @@ class WorkflowHost:
     ``checkpoint_storage`` (both in memory by default). With
     ``on_signature_mismatch="new_checkpoint"`` a redeployed, changed workflow starts such
     conversations afresh (the old checkpoint is kept) instead of refusing them with
-    ``GraphSignatureMismatchError``. ``lease_seconds`` bounds how long a host that died
-    mid-run keeps a conversation from other hosts.
+    ``GraphSignatureMismatchError``. ``interceptors`` wrap every run the host makes (see
+    ``checkflow.workflows.Interceptor``); leases are described on ``HostBase``.
+
+    Limits keep one conversation's cost bounded (``None`` turns one off): a new message to a
+    conversation with ``max_pending_requests`` unanswered requests, and any run on a
+    checkpoint holding ``max_snapshots`` snapshots, are refused with
+    ``ConversationLimitError`` (HTTP 409 ``pending_requests_limit`` / ``snapshots_limit``)
+    before anything runs: answer requests, or prune the checkpoint
+    (``checkpoints prune`` removes every branch off the conversation's lineage), first; a
+    commit whose encoded state exceeds ``max_state_bytes`` fails the turn with
+    ``StateTooLargeError`` (HTTP 422 ``state_too_large``), committing nothing. A
+    conversation whose own lineage reaches ``max_snapshots`` can only start afresh (delete
+    it) or be given a higher limit: lineage is never rewritten.
     """
 
     def __init__(
@@ -94,28 +100,47 @@ class WorkflowHost:
         checkpoint_storage: CheckpointStorage | None = None,
         on_signature_mismatch: SignatureMismatchPolicy = "reject",
         lease_seconds: float = 300.0,
+        renew_seconds: float | None = None,
+        interceptors: Sequence[Interceptor] = (),
+        max_pending_requests: int | None = 1_000,
+        max_snapshots: int | None = 10_000,
+        max_state_bytes: int | None = 16 * 1024 * 1024,
     ) -> None:
         if on_signature_mismatch not in ("reject", "new_checkpoint"):
             raise ValueError(
                 "on_signature_mismatch must be 'reject' or 'new_checkpoint', "
                 f"not {on_signature_mismatch!r}"
             )
-        self.session_store: SessionStore = session_store or InMemorySessionStore()
+        super().__init__(session_store, lease_seconds=lease_seconds, renew_seconds=renew_seconds)
         self.checkpoint_storage: CheckpointStorage = (
             checkpoint_storage or InMemoryCheckpointStorage()
         )
         self.on_signature_mismatch = on_signature_mismatch
+        self.interceptors: tuple[Interceptor, ...] = tuple(interceptors)
+        self.max_pending_requests = max_pending_requests
+        self.max_snapshots = max_snapshots
+        self.max_state_bytes = max_state_bytes
         self._workflow: Resolver[Workflow] = Resolver(
             target, is_instance=lambda t: isinstance(t, Workflow), what="Workflow"
         )
         self._converter: MessageConverter | None = None
-        self._leases = LeaseManager(
-            self.session_store, owner=new_owner_id(), lease_seconds=lease_seconds
-        )
 
     async def workflow(self) -> Workflow:
         """The hosted workflow (resolved on first use)."""
         return await self._workflow.get()
+
+    async def describe(self) -> HostDescription:
+        """The workflow's name, the start executor's description and its input types."""
+        workflow = await self.workflow()
+        start = workflow.executors[workflow.start_executor_id]
+        doc = (type(start).__doc__ or "").strip().split("\n\n")[0]
+        return HostDescription(
+            name=workflow.name,
+            description=" ".join(doc.split()) or f"the {workflow.name} workflow",
+            input_types=workflow.input_types,
+            chat_input=workflow.accepts_input([ChatMessage("user", "")]),
+            checkpoints=True,
+        )
 
     async def convert_message(self, message: Any) -> Any:
         """``message`` as the first start-executor input type it fits, most specific first."""
@@ -127,7 +152,8 @@ class WorkflowHost:
 
     @overload
     async def run(
-        self, conversation_id: str, *, stream: Literal[False] = False, **options: Unpack[RunOptions]
+        self, conversation_id: str, *, stream: Literal[False] = False,
+        **options: Unpack[RunOptions],
     ) -> HostedRunResult: ...
 
     @overload
@@ -154,6 +180,7 @@ class WorkflowHost:
         for a message no start handler accepts, ``GraphSignatureMismatchError`` when the
         conversation's checkpoint belongs to another graph (policy ``"reject"``). A workflow
         that fails is not an exception here: the result has status ``FAILED`` and ``error``.
+        A run cancelled (``cancel``) has status ``CANCELLED``.
         """
         if message is not None and responses is not None:
             raise ValueError("give a message or responses, not both")
@@ -168,34 +195,34 @@ class WorkflowHost:
                 raise InvalidMessageError(
                     f"conversation {conversation_id!r} has nothing to resume; send a message"
                 )
+            self._check_limits(prepared.checkpoint, conversation_id, message is not None)
+            inner = workflow.run(
+                message, checkpoint=prepared.checkpoint, stream=True,
+                responses=None if responses is None else dict(responses),
+                interceptors=self.interceptors)
         except BaseException:
-            await _shielded(lease.release(discard=True))  # refused: nothing was committed
+            await shielded(lease.release(discard=True))  # refused: nothing was committed
             raise
-        kwargs: dict[str, Any] = {"checkpoint": prepared.checkpoint}
-        if responses is not None:
-            kwargs["responses"] = dict(responses)
+        hosted = HostedRunStream(self, key, prepared, inner)
         if stream:
-            try:
-                inner = workflow.run(message, stream=True, **kwargs)
-            except BaseException:
-                await _shielded(lease.release(discard=True))
-                raise
-            return HostedRunStream(self, key, prepared, inner)
-        return await _shielded(self._run_to_end(key, prepared, workflow.run(message, **kwargs)))
+            return hosted
+        return await shielded(hosted.get_result())
 
-    async def _run_to_end(
-        self, key: ConversationKey, prepared: _Prepared, run: Awaitable[WorkflowRunResult]
-    ) -> HostedRunResult:
-        try:
-            result: WorkflowRunResult = await run
-        except _FAILURES as exc:
-            return await self._finish(key, prepared, exc.result, exc)
-        except BaseException as exc:
-            await self._abandon(prepared)
-            if _is_conflict(exc):
-                raise ConversationBusyError(key.conversation_id) from exc
-            raise
-        return await self._finish(key, prepared, result, None)
+    def _check_limits(self, checkpoint: Checkpoint, conversation_id: str, new_input: bool
+                      ) -> None:
+        most = self.max_snapshots
+        if most is not None and len(checkpoint.snapshots) >= most:
+            raise ConversationLimitError(
+                conversation_id, limit="snapshots", maximum=most,
+                actual=len(checkpoint.snapshots),
+                hint=f"prune checkpoint {checkpoint.checkpoint_id!r} to continue")
+        most, head = self.max_pending_requests, checkpoint.head_snapshot
+        if most is not None and new_input and head is not None:
+            pending = len(pending_request_ids(head))
+            if pending >= most:
+                raise ConversationLimitError(
+                    conversation_id, limit="pending_requests", maximum=most, actual=pending,
+                    hint="answer pending requests before sending new input")
 
     async def _prepare(
         self,
@@ -204,10 +231,10 @@ class WorkflowHost:
         lease: ConversationLease,
         from_snapshot: str | None,
         resume_token: ResumeToken | None,
-    ) -> _Prepared:
+    ) -> Prepared:
         state = lease.session.state
-        generation = int(state.get("generation", 0))
-        checkpoint, good_head = await self._load_referenced(state.get("checkpoint"))
+        generation = int(state.get(GENERATION_KEY, 0))
+        checkpoint, good_head = await self._load(key, state)
         if resume_token is not None:
             current = (checkpoint.checkpoint_id, good_head) if checkpoint is not None else None
             if current != (resume_token.checkpoint_id, resume_token.snapshot_id):
@@ -218,7 +245,7 @@ class WorkflowHost:
                     {"checkpoint_id": current[0], "snapshot_id": current[1]},
                 )
         if checkpoint is None:
-            generation += 1 if "checkpoint" in state else 0
+            generation += 1 if _CHECKPOINT in state else 0
         elif checkpoint.graph_signature_hash != workflow.graph_signature_hash:
             if self.on_signature_mismatch == "reject":
                 raise GraphSignatureMismatchError(
@@ -232,27 +259,18 @@ class WorkflowHost:
                 raise SnapshotNotFoundError(key.checkpoint_id(generation), from_snapshot)
             checkpoint, generation = await self._fresh_checkpoint(
                 workflow, key, generation, after_crash=lease.took_over)
-        else:
-            target = from_snapshot if from_snapshot is not None else good_head
-            if target is not None and target != checkpoint.head_snapshot_id:
-                checkpoint.restart_from(target)
-        return _Prepared(lease, checkpoint, generation, good_head)
+        elif from_snapshot is not None and from_snapshot != checkpoint.head_snapshot_id:
+            checkpoint.restart_from(from_snapshot)
+        checkpoint.max_state_bytes = self.max_state_bytes
+        return Prepared(key, lease, checkpoint, generation, good_head)
 
-    async def _load_referenced(self, ref: Any) -> tuple[Checkpoint | None, str | None]:
-        """The referenced checkpoint and the last good head; ``(None, None)`` if it is gone."""
-        if not isinstance(ref, CheckpointReference):
-            return None, None
-        try:
-            checkpoint = await self.checkpoint_storage.load(ref.checkpoint_id)
-        except CheckpointNotFoundError:
-            return None, None
-        head = ref.head_snapshot_id
-        if head is not None:
-            try:
-                checkpoint.get_snapshot(head)
-            except SnapshotNotFoundError:
-                return None, None  # pruned away beneath us: nothing to resume from
-        return checkpoint, head
+    async def _load(
+        self, key: ConversationKey, state: Mapping[str, Any]
+    ) -> tuple[Checkpoint | None, str | None]:
+        """The referenced checkpoint at the last good head; ``(None, None)`` if it is gone."""
+        held = await load_session_checkpoint(
+            state, self.checkpoint_storage, owner=f"conversation {key.conversation_id!r}")
+        return (None, None) if held is None else (held.checkpoint, held.good_head)
 
     async def _fresh_checkpoint(
         self, workflow: Workflow, key: ConversationKey, generation: int, *, after_crash: bool
@@ -271,6 +289,8 @@ class WorkflowHost:
                 await self.checkpoint_storage.load(checkpoint_id)
             except CheckpointNotFoundError:
                 break
+            with contextlib.suppress(CheckflowError):  # the dead owner's unreferenced attempt
+                await self.checkpoint_storage.delete(checkpoint_id)
             generation += 1
             checkpoint_id = key.checkpoint_id(generation)
         checkpoint = workflow.create_checkpoint(
@@ -280,13 +300,12 @@ class WorkflowHost:
 
     async def _finish(
         self,
-        key: ConversationKey,
-        prepared: _Prepared,
+        prepared: Prepared,
         result: WorkflowRunResult | None,
         error: BaseException | None,
     ) -> HostedRunResult:
         """Store the session (new good head, or the old one after a failure) and end the lease."""
-        checkpoint = prepared.checkpoint
+        checkpoint, key = prepared.checkpoint, prepared.key
         good_head = checkpoint.head_snapshot_id if error is None else prepared.good_head
         generation = prepared.generation
         if good_head is None and checkpoint.head_snapshot_id is not None:
@@ -296,11 +315,8 @@ class WorkflowHost:
                 await self.checkpoint_storage.delete(checkpoint.checkpoint_id)
 
         def update(state: dict[str, Any]) -> None:
-            state["generation"] = max(int(state.get("generation", 0)), generation)
-            if good_head is None:
-                state.pop("checkpoint", None)
-            else:
-                state["checkpoint"] = CheckpointReference(checkpoint.checkpoint_id, good_head)
+            state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)), generation)
+            store_session_checkpoint(state, checkpoint, good_head)
 
         await prepared.lease.release(update)
         token = None if good_head is None else ResumeToken(checkpoint.checkpoint_id, good_head)
@@ -317,18 +333,27 @@ class WorkflowHost:
             result=result,
         )
 
-    async def _abandon(self, prepared: _Prepared) -> None:
+    async def _abandon(self, prepared: Prepared) -> HostedRunResult:
         """End the lease after a run that did not finish (cancelled, conflict, storage error).
 
         The conversation keeps its good head; an unfinished first run moves the generation
-        on, so the next attempt never collides with whatever that run left in the storage.
+        on, so the next attempt never collides with whatever that run left in the storage,
+        and what it left is deleted (no orphan checkpoint stays behind).
         """
         bump = 1 if prepared.good_head is None else 0
+        if bump and prepared.checkpoint.persisted_head_snapshot_id is not None:
+            with contextlib.suppress(CheckflowError):
+                await self.checkpoint_storage.delete(prepared.checkpoint.checkpoint_id)
 
         def update(state: dict[str, Any]) -> None:
-            state["generation"] = max(int(state.get("generation", 0)), prepared.generation + bump)
+            state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)),
+                                        prepared.generation + bump)
 
         await prepared.lease.release(update)
+        good = prepared.good_head
+        token = None if good is None else ResumeToken(prepared.checkpoint.checkpoint_id, good)
+        return HostedRunResult(prepared.key.conversation_id, RunStatus.CANCELLED,
+                               resume_token=token)
 
     # -- reading and deleting ----------------------------------------------------------------
 
@@ -341,26 +366,31 @@ class WorkflowHost:
         """
         checkpoint, token = await self.get_checkpoint(conversation_id, principal=principal)
         workflow = await self.workflow()
-        head = checkpoint.get_snapshot(token.snapshot_id)
-        status, outputs, pending = _engine.head_facts(workflow, head)
-        return ConversationState(conversation_id, status, outputs, pending, token, checkpoint)
+        view = inspect_snapshot(checkpoint.get_snapshot(token.snapshot_id), workflow=workflow)
+        return ConversationState(
+            conversation_id, view.status, view.outputs, dict(view.pending_requests), token,
+            checkpoint, storage_head_snapshot_id=checkpoint.persisted_head_snapshot_id)
 
     async def get_checkpoint(
         self, conversation_id: str, *, principal: str | None = None
     ) -> tuple[Checkpoint, ResumeToken]:
         """The conversation's checkpoint, freshly loaded for reading, and its last good head.
 
-        Decodes no state (snapshot views use the inspection decode). The checkpoint's own
-        head may be ahead of the token's after a failed run; the token names the real one.
+        Decodes no state (snapshot views use the inspection decode). The checkpoint's working
+        head is the conversation's good head; storage's head
+        (``persisted_head_snapshot_id``) may be ahead of it after a failed turn.
         Raises ``ConversationNotFoundError`` for a conversation this principal does not have.
         """
         key = ConversationKey(principal, conversation_id)
         session = await self.session_store.get(key.session_id)
-        ref = None if session is None else session.state.get("checkpoint")
-        checkpoint, good_head = await self._load_referenced(ref)
+        checkpoint, good_head = (None, None) if session is None else await self._load(
+            key, session.state)
         if checkpoint is None or good_head is None:
             raise ConversationNotFoundError(conversation_id)
         return checkpoint, ResumeToken(checkpoint.checkpoint_id, good_head)
+
+    def _holds_conversation(self, state: dict[str, Any]) -> bool:
+        return _CHECKPOINT in state
 
     async def delete_conversation(
         self, conversation_id: str, *, principal: str | None = None
@@ -372,110 +402,19 @@ class WorkflowHost:
         """
         key = ConversationKey(principal, conversation_id)
         lease = await self._leases.acquire(key, create=False)
-        ref = lease.session.state.get("checkpoint")
-        generation = int(lease.session.state.get("generation", 0))
+        ref = lease.session.state.get(_CHECKPOINT)
+        generation = int(lease.session.state.get(GENERATION_KEY, 0))
 
         def tombstone(state: dict[str, Any]) -> None:
-            state.pop("checkpoint", None)
-            state["generation"] = generation + 1
+            state.pop(_CHECKPOINT, None)
+            state[GENERATION_KEY] = generation + 1
 
-        await _shielded(lease.release(tombstone))
+        await shielded(lease.release(tombstone))
         if not isinstance(ref, CheckpointReference):
             raise ConversationNotFoundError(conversation_id)
         with contextlib.suppress(CheckpointNotFoundError):
             await self.checkpoint_storage.delete(ref.checkpoint_id)
 
-    async def check_ready(self) -> None:
-        """Raise if the session store or the checkpoint storage cannot be reached."""
-        await self.session_store.get("checkflow-readiness-probe")
+    async def _probe_more(self) -> None:
         with contextlib.suppress(CheckpointNotFoundError):
             await self.checkpoint_storage.load("checkflow-readiness-probe")
-
-
-class HostedRunStream:
-    """A streamed hosted run: iterate the workflow's events, then ``await get_result()``.
-
-    The conversation stays claimed until the stream is exhausted or ``aclose()``d; closing
-    early cancels the run between supersteps and keeps the conversation's last good head.
-    """
-
-    def __init__(
-        self,
-        host: WorkflowHost,
-        key: ConversationKey,
-        prepared: _Prepared,
-        inner: WorkflowRunStream,
-    ) -> None:
-        self._host = host
-        self._key = key
-        self._prepared = prepared
-        self._inner = inner
-        self._result: HostedRunResult | None = None
-        self._error: BaseException | None = None
-        self._done = asyncio.Event()
-        self._finishing = False
-
-    def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
-        return self._events()
-
-    async def _events(self) -> AsyncIterator[WorkflowEvent]:
-        exhausted = False
-        try:
-            async for event in self._inner:
-                yield event
-            exhausted = True
-        except _FAILURES:
-            exhausted = True  # the failure is reported by get_result()
-        finally:
-            if exhausted and not self._finishing:
-                await _shielded(self._complete())
-            elif not exhausted:
-                await self.aclose()
-
-    async def _complete(self) -> None:
-        self._finishing = True
-        host, key, prepared = self._host, self._key, self._prepared
-        try:
-            result = await self._inner.get_result()
-        except _FAILURES as exc:
-            self._result = await host._finish(key, prepared, exc.result, exc)
-        except BaseException as exc:
-            await host._abandon(prepared)
-            self._error = ConversationBusyError(key.conversation_id) if _is_conflict(exc) else exc
-            if self._error is not exc:
-                raise self._error from exc
-            raise
-        else:
-            self._result = await host._finish(key, prepared, result, None)
-        finally:
-            self._done.set()
-
-    async def get_result(self) -> HostedRunResult:
-        """The run's outcome (runs the rest of the stream if it was not consumed)."""
-        if not self._finishing:
-            await _shielded(self._complete())
-        await self._done.wait()
-        if self._result is None:
-            raise self._error or ConversationBusyError(self._key.conversation_id)
-        return self._result
-
-    async def aclose(self) -> None:
-        """Stop the run (between supersteps) and release the conversation."""
-        if self._finishing:
-            return
-        self._finishing = True
-        try:
-            await self._inner.aclose()
-        finally:
-            await _shielded(self._host._abandon(self._prepared))
-            self._done.set()
-
-
-def _is_conflict(exc: BaseException) -> bool:
-    """Another run got the checkpoint first: for the client, the conversation was busy."""
-    return isinstance(exc, (CheckpointConflictError, CheckpointInUseError))
-
-
-async def _shielded(awaitable: Awaitable[T]) -> T:
-    """Finish ``awaitable`` even if the caller is cancelled (session writes must land)."""
-    return await asyncio.shield(asyncio.ensure_future(awaitable))

@@ -65,6 +65,11 @@ class InMemorySessionStore:
             )
             self._items.pop(session_id, None)
 
+    async def list_session_ids(self) -> list[str]:
+        """Every stored session id, sorted."""
+        with self._lock:
+            return sorted(self._items)
+
     def _version_of(self, session_id: str) -> str | None:
         current = self._items.get(session_id)
         return current[0] if current is not None else None

@@ -41,3 +41,7 @@ class SessionStore(Protocol):
     async def delete(self, session_id: str, *, expected_version: str | None = None) -> None:
         """Remove the session (only at ``expected_version`` when given)."""
         ...
+
+    async def list_session_ids(self) -> list[str]:
+        """Every stored session id, sorted (for operators and listings: it reads them all)."""
+        ...

@@ -30,33 +30,57 @@ from checkflow.workflows._executor import (
     response_handler,
 )
 from checkflow.workflows._functional import FunctionalContext, step, workflow
+from checkflow.workflows._inspect import (
+    PendingRequestView,
+    SnapshotView,
+    inspect_snapshot,
+    pending_request_ids,
+)
+from checkflow.workflows._interceptors import (
+    CommitInfo,
+    ExecutorInfo,
+    Interceptor,
+    RunInfo,
+    SuperstepInfo,
+    encoded_size,
+)
 from checkflow.workflows._nested import WorkflowExecutor
+from checkflow.workflows._plan import ExecutionPlan
 from checkflow.workflows._results import (
     PendingRequest,
     RequestCancelled,
     RunStatus,
     WorkflowRunResult,
 )
+from checkflow.workflows._schema import response_schema
 from checkflow.workflows._stream import WorkflowRunStream
-from checkflow.workflows._workflow import Workflow
+from checkflow.workflows._workflow import Workflow, set_agent_factory
 
 __all__ = [
     "Case",
+    "CommitInfo",
     "Default",
+    "ExecutionPlan",
     "Executor",
     "ExecutorCompletedEvent",
     "ExecutorFailedEvent",
+    "ExecutorInfo",
     "ExecutorInvokedEvent",
     "FunctionExecutor",
     "FunctionalContext",
+    "Interceptor",
     "OutputEvent",
     "PendingRequest",
+    "PendingRequestView",
     "RequestCancelled",
     "RequestCancelledEvent",
     "RequestInfoEvent",
+    "RunInfo",
     "RunStatus",
     "SnapshotCommittedEvent",
+    "SnapshotView",
     "SuperstepCompletedEvent",
+    "SuperstepInfo",
     "SuperstepStartedEvent",
     "Workflow",
     "WorkflowBuilder",
@@ -68,9 +92,14 @@ __all__ = [
     "WorkflowRunStream",
     "WorkflowStartedEvent",
     "WorkflowStatusEvent",
+    "encoded_size",
     "executor",
     "handler",
+    "inspect_snapshot",
+    "pending_request_ids",
     "response_handler",
+    "response_schema",
+    "set_agent_factory",
     "step",
     "workflow",
 ]

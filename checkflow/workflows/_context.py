@@ -40,6 +40,8 @@ class ContextHost(Protocol):
 
     def stage_shared(self, key: str, value: Any) -> None: ...
 
+    def answering(self, executor_id: str) -> str | None: ...
+
 
 class WorkflowContext(Generic[OutT, WorkflowOutT]):
     """The handle a handler gets for one delivery: send, yield, ask, and keep state.
@@ -49,7 +51,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
     workflow outputs it yields (``typing.Never`` for "none").
     """
 
-    __slots__ = ("_answering", "_executor_id", "_host", "_writes")
+    __slots__ = ("_executor_id", "_host", "_writes")
 
     def __class_getitem__(cls, params: Any) -> Any:
         if not isinstance(params, tuple):
@@ -60,7 +62,6 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         self._host = host
         self._executor_id = executor_id
         self._writes: dict[str, Any] | None = None
-        self._answering: str | None = None
 
     @property
     def executor_id(self) -> str:
@@ -73,7 +74,7 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
 
         Lets an executor that parked several requests (a nested workflow) tell them apart.
         """
-        return self._answering
+        return self._host.answering(self._executor_id)
 
     @property
     def executor_state(self) -> MutableMapping[str, Any]:

@@ -1,12 +1,16 @@
 """The events a run emits, streamed by ``run(stream=True)`` and listed on every result.
 
 Events are plain, cheap records (slotted dataclasses): the runner emits several per
-superstep, so they must never carry copies of state or do work when created.
+superstep, so they must never carry copies of state or do work when created. Every event a
+run emits is stamped by the run as it is emitted: ``sequence`` (per run, strictly increasing
+from 1) and ``timestamp`` (UTC), so a consumer that re-attaches (``Host.subscribe``) can ask
+for what came after the last sequence it saw.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,10 +33,25 @@ __all__ = [
 ]
 
 
+@dataclass(slots=True)
 class WorkflowEvent:
-    """Base class of every event; subclass it for custom events sent with ``ctx.add_event``."""
+    """Base class of every event; subclass it for custom events sent with ``ctx.add_event``.
 
-    __slots__ = ()
+    ``sequence`` and ``timestamp`` are set by the run when it emits the event (0, and the
+    epoch, before that); they take no part in equality.
+    """
+
+    sequence: int = field(default=0, kw_only=True, compare=False)
+    _time: float = field(default=0.0, kw_only=True, compare=False, repr=False)
+
+    @property
+    def timestamp(self) -> datetime:
+        """When the run emitted the event, in UTC (stamped cheaply, shown as a datetime)."""
+        return datetime.fromtimestamp(self._time, UTC)
+
+    @timestamp.setter
+    def timestamp(self, value: datetime) -> None:
+        self._time = value.timestamp()
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from checkflow.state import is_registered, register_state_type
+from checkflow.workflows._builder import WorkflowBuilder
 from checkflow.workflows._context import WorkflowContext
 from checkflow.workflows._dynamic import HandlerFunctions, handler_function
 from checkflow.workflows._executor import Executor
@@ -301,7 +302,6 @@ def workflow(
     body still resumes old checkpoints, replaying recorded steps by name and call index, so
     renaming or reordering steps of a paused run is the caller's responsibility.
     """
-    from checkflow.workflows._builder import WorkflowBuilder
 
     def build(f: Callable[..., Awaitable[Any]]) -> Workflow:
         executor_id = name or f.__name__

@@ -40,7 +40,7 @@ class WorkflowExecutor(Executor):
         super().__init__(id if id is not None else workflow.name)
         self._workflow = workflow
         self._input_type = union_of(workflow.input_types)
-        child_specs = workflow._specs
+        child_specs = workflow.plan.specs
         answers = [h.input_type for s in child_specs.values() for h in s.response_handlers]
         self._response_type = union_of([*answers, RequestCancelled]) if answers else None
         yielded = [

@@ -75,7 +75,7 @@ async def accept_responses(
     }
     for rid, value in converted.items():
         request = run.requests.pop(rid)
-        spec = workflow._specs[request.source_executor_id]
+        spec = workflow.plan.spec(request.source_executor_id)
         if isinstance(value, RequestCancelled):
             delivered = spec.find_response_handler(request.data, value) is not None
             await emit(RequestCancelledEvent(rid, request.source_executor_id, delivered))

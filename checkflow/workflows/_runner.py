@@ -11,13 +11,15 @@ storage, never moves a head, and nothing of it stays reachable from the Workflow
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from checkflow.checkpoints import Checkpoint, active_run
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, active_run
 from checkflow.errors import (
     GraphSignatureMismatchError,
+    InterceptorError,
     WorkflowConvergenceError,
     WorkflowRunError,
 )
@@ -37,6 +39,14 @@ from checkflow.workflows._events import (
     WorkflowStatusEvent,
 )
 from checkflow.workflows._executor import ExecutorSpec, HandlerSpec
+from checkflow.workflows._interceptors import (
+    CommitInfo,
+    ExecutorInfo,
+    Interceptor,
+    RunInfo,
+    SuperstepInfo,
+    chain,
+)
 from checkflow.workflows._responses import accept_responses
 from checkflow.workflows._results import PendingRequest, RunStatus, WorkflowRunResult
 from checkflow.workflows._routing import route
@@ -62,11 +72,16 @@ class Runner:
     """Executes one ``run()`` call; implements the host side of ``WorkflowContext``."""
 
     def __init__(self, workflow: Workflow, checkpoint: Checkpoint | None, message: Any,
-                 responses: Mapping[str, Any] | None) -> None:
+                 responses: Mapping[str, Any] | None,
+                 interceptors: Sequence[Interceptor] = ()) -> None:
         self._wf = workflow
+        self._plan = workflow.plan
         self._checkpoint = checkpoint if checkpoint is not None else workflow.create_checkpoint()
         self._message = message
         self._responses = responses
+        self._interceptors = tuple(interceptors)
+        self._sequence = 0
+        self._answering: dict[str, str | None] = {}
         self._run = RunState()
         self._events: list[WorkflowEvent] = []
         self._outputs: list[Any] = []
@@ -82,6 +97,15 @@ class Runner:
         self._sink = sink
         if self._message is not None and self._responses is not None:
             raise ValueError("give run() a message or responses, not both")
+        if not self._interceptors:
+            return await self._execute()
+        checkpoint = self._checkpoint
+        kind = ("responses" if self._responses else
+                "message" if self._message is not None else "resume")
+        info = RunInfo(self._wf.name, checkpoint.checkpoint_id, checkpoint.head_snapshot_id, kind)
+        return await chain(self._interceptors, "run", info, self._execute)()
+
+    async def _execute(self) -> WorkflowRunResult:
         checkpoint = self._checkpoint
         with active_run(checkpoint):
             self._check_signature()
@@ -124,8 +148,8 @@ class Runner:
             run.inputs.append({"kind": "responses", "data": accepted})
             run.record(*INPUT)
         elif self._message is not None:
-            start = self._wf.start_executor_id
-            if self._handler(self._wf._specs[start], self._message) is None:
+            start = self._plan.start_executor_id
+            if self._handler(self._plan.start, self._message) is None:
                 raise TypeError(
                     f"the start executor {start!r} has no handler for a "
                     f"{type_name(type(self._message))} message")
@@ -156,11 +180,24 @@ class Runner:
     async def _superstep(self) -> None:
         run = self._run
         number = run.superstep + 1
-        await self.emit(SuperstepStartedEvent(number))
         by_target: dict[str, list[dict[str, Any]]] = {}
         for delivery in run.deliveries:
             by_target.setdefault(delivery["target"], []).append(delivery)
         run.deliveries = []
+
+        if not self._interceptors:
+            return await self._deliver(by_target, number)
+
+        async def superstep() -> None:
+            await self._deliver(by_target, number)
+
+        info = SuperstepInfo(self._wf.name, self._checkpoint.checkpoint_id, number,
+                             tuple(by_target))
+        await chain(self._interceptors, "superstep", info, superstep)()
+
+    async def _deliver(self, by_target: dict[str, list[dict[str, Any]]], number: int) -> None:
+        run = self._run
+        await self.emit(SuperstepStartedEvent(number))
         if len(by_target) == 1:
             ((target, items),) = by_target.items()
             await self._invoke(target, items, number)
@@ -197,37 +234,56 @@ class Runner:
             raise
 
     async def _invoke(self, executor_id: str, items: list[dict[str, Any]], number: int) -> None:
-        spec = self._wf._specs[executor_id]
-        ctx: WorkflowContext[Any, Any] = WorkflowContext(self, executor_id)
+        spec = self._plan.spec(executor_id)
         await self.emit(ExecutorInvokedEvent(executor_id, number))
+
         try:
-            for item in items:
-                if item["kind"] == "message":
-                    found = self._handler(spec, item["data"])
-                    if found is None:
-                        raise TypeError(f"executor {executor_id!r} has no handler for a "
-                                        f"{type_name(type(item['data']))} message")
-                    await found.call(item["data"], ctx)
-                else:
-                    responder = spec.find_response_handler(item["request"], item["response"])
-                    if responder is None:
-                        raise TypeError(
-                            f"executor {executor_id!r} has no @response_handler for request "
-                            f"{item['request_id']!r} answered with "
-                            f"{type_name(type(item['response']))}")
-                    ctx._answering = item["request_id"]
-                    await responder.call(item["request"], item["response"], ctx)
-                    ctx._answering = None
+            if not self._interceptors:
+                await self._handle(spec, executor_id, items)
+            else:
+                async def handle() -> None:
+                    await self._handle(spec, executor_id, items)
+
+                info = ExecutorInfo(
+                    self._wf.name, self._checkpoint.checkpoint_id, number, executor_id,
+                    type(spec.executor).__qualname__,
+                    tuple(type_name(type(i["data" if i["kind"] == "message" else "response"]))
+                          for i in items))
+                await chain(self._interceptors, "executor", info, handle)()
+        except InterceptorError:
+            raise
         except Exception as exc:
             await self.emit(ExecutorFailedEvent(executor_id, number, exc))
             raise _ExecutorFailed(executor_id, exc) from exc
         await self.emit(ExecutorCompletedEvent(executor_id, number))
 
+    async def _handle(self, spec: ExecutorSpec, executor_id: str,
+                      items: list[dict[str, Any]]) -> None:
+        ctx: WorkflowContext[Any, Any] = WorkflowContext(self, executor_id)
+        for item in items:
+            if item["kind"] == "message":
+                found = self._handler(spec, item["data"])
+                if found is None:
+                    raise TypeError(f"executor {executor_id!r} has no handler for a "
+                                    f"{type_name(type(item['data']))} message")
+                await found.call(item["data"], ctx)
+                continue
+            responder = spec.find_response_handler(item["request"], item["response"])
+            if responder is None:
+                raise TypeError(
+                    f"executor {executor_id!r} has no @response_handler for request "
+                    f"{item['request_id']!r} answered with {type_name(type(item['response']))}")
+            self._answering[executor_id] = item["request_id"]
+            try:
+                await responder.call(item["request"], item["response"], ctx)
+            finally:
+                self._answering[executor_id] = None
+
     async def _route_outboxes(self) -> None:
         outboxes, self._outboxes = self._outboxes, {}
-        routes, run = self._wf._routes, self._run
+        plan, run = self._plan, self._run
         for source_id, sent in outboxes.items():
-            for group in routes.get(source_id, ()):
+            for group in plan.routes_from(source_id):
                 for message, target_id in sent:
                     await route(group, run, source_id, message, target_id, self._accepts)
 
@@ -235,11 +291,22 @@ class Runner:
         run, checkpoint = self._run, self._checkpoint
         metadata = {"boundary": boundary, "superstep": run.superstep, "status": run.status.value}
         state = run.export(self._wf.type_ref)
+
+        def direct() -> Awaitable[CheckpointSnapshot]:
+            return checkpoint.commit_snapshot(state=state, metadata=metadata)
+
+        commit: Callable[[], Awaitable[CheckpointSnapshot]] = direct
+
+        if self._interceptors:
+            storage = checkpoint.checkpoint_storage
+            info = CommitInfo(self._wf.name, checkpoint.checkpoint_id, boundary, run.superstep,
+                              checkpoint.head_snapshot_id,
+                              "" if storage is None else type(storage).__name__)
+            commit = chain(self._interceptors, "commit", info, commit)
         if checkpoint.checkpoint_storage is None:
-            snapshot = await checkpoint.commit_snapshot(state=state, metadata=metadata)
+            snapshot = await commit()
         else:  # a started storage commit finishes even if the run is cancelled meanwhile
-            task = asyncio.ensure_future(
-                checkpoint.commit_snapshot(state=state, metadata=metadata))
+            task = asyncio.ensure_future(commit())
             try:
                 snapshot = await asyncio.shield(task)
             except asyncio.CancelledError:
@@ -274,7 +341,7 @@ class Runner:
             return found
 
     def _accepts(self, target_id: str, message: Any) -> bool:
-        return self._handler(self._wf._specs[target_id], message) is not None
+        return self._handler(self._plan.spec(target_id), message) is not None
 
     # -- the context host ------------------------------------------------------------------
 
@@ -284,6 +351,9 @@ class Runner:
         return self._run.shared
 
     async def emit(self, event: WorkflowEvent) -> None:
+        self._sequence += 1
+        event.sequence = self._sequence
+        event._time = time.time()
         self._events.append(event)
         if self._sink is not None:
             await self._sink(event)
@@ -295,12 +365,15 @@ class Runner:
             state = self._run.executors[executor_id] = {}
         return state
 
+    def answering(self, executor_id: str) -> str | None:
+        return self._answering.get(executor_id)
+
     def stage_shared(self, key: str, value: Any) -> None:
         self._staged[key] = value
 
     def send(self, source_id: str, message: Any, target_id: str | None) -> None:
         if target_id is not None and not any(
-            target_id in g.targets for g in self._wf._routes.get(source_id, ())
+            target_id in g.targets for g in self._plan.routes_from(source_id)
         ):
             raise ValueError(f"executor {source_id!r} has no edge to {target_id!r}")
         outbox = self._outboxes.get(source_id)
@@ -316,7 +389,7 @@ class Runner:
 
     async def request(self, source_id: str, data: Any, response_type: Any,
                       request_id: str | None) -> str:
-        spec = self._wf._specs[source_id]
+        spec = self._plan.spec(source_id)
         if not spec.accepts_response_type(data, response_type):
             raise TypeError(
                 f"executor {source_id!r} has no @response_handler accepting a "

@@ -32,7 +32,7 @@ from typing import Any
 
 from checkflow.checkpoints import CheckpointSnapshot, EncodedPart, SnapshotRecord
 from checkflow.errors import CorruptCheckpointError
-from checkflow.state import decode
+from checkflow.state import decode, decode_for_inspection
 from checkflow.workflows._results import PendingRequest, RunStatus
 from checkflow.workflows._typing import type_name
 
@@ -200,3 +200,31 @@ def _request_from_state(
         response_type=response_type,
         source_executor_id=raw["source_executor_id"],
     )
+
+
+def read_facts(record: SnapshotRecord, decode_part: Callable[[str, str, bytes], Any]
+               ) -> dict[str, Any]:
+    """The facts ``inspect_snapshot`` shows, read from a record's parts by ``decode_part``
+    (the exact codec or the inspection decode): the only other reader of this layout.
+
+    Keys: ``status``, ``superstep``, ``shared_state``, ``outputs`` and ``requests`` (the
+    stored request mappings by id).
+    """
+    parts = record.parts
+
+    def part(bucket: str, key: str) -> Any:
+        return decode_part(bucket, key, parts[bucket][key])
+
+    return {
+        "status": part("workflow_state", "status"),
+        "superstep": part("workflow_state", "superstep"),
+        "shared_state": part(*SHARED) if SHARED[1] in parts["workflow_state"] else {},
+        "outputs": part(*OUTPUT),
+        "requests": part("messages", "pending")["requests"],
+    }
+
+
+def read_pending_ids(record: SnapshotRecord) -> list[str]:
+    """The ids of the requests pending at a record, decoding nothing else of it."""
+    data = record.parts["messages"]["pending"]
+    return list(decode_for_inspection(data, format=record.format)["requests"])

@@ -59,7 +59,11 @@ class WorkflowRunStream:
             raise StopAsyncIteration
         task = self._started()
         getter = asyncio.ensure_future(self._queue.get())
-        await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            getter.cancel()  # the consumer went away: leave no pending getter behind
+            raise
         if getter.done():
             self._queue.task_done()
             return getter.result()

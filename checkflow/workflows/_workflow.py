@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, overload
 
 from checkflow.checkpoints import Checkpoint, CheckpointStorage
@@ -18,7 +18,10 @@ from checkflow.errors import WorkflowValidationError
 from checkflow.state import is_registered, register_state_type, registered_type, state_type_id
 from checkflow.workflows._edges import EdgeGroup
 from checkflow.workflows._executor import Executor, ExecutorSpec
+from checkflow.workflows._interceptors import Interceptor
+from checkflow.workflows._plan import ExecutionPlan
 from checkflow.workflows._results import WorkflowRunResult
+from checkflow.workflows._runner import Runner
 from checkflow.workflows._signature import graph_description, signature_hash
 from checkflow.workflows._stream import WorkflowRunStream
 from checkflow.workflows._typing import (
@@ -29,9 +32,23 @@ from checkflow.workflows._typing import (
 )
 
 if TYPE_CHECKING:
-    from checkflow.agents import WorkflowAgent  # the one upward reference; see as_agent()
+    from checkflow.agents import WorkflowAgent
 
-__all__ = ["Workflow"]
+__all__ = ["Workflow", "set_agent_factory"]
+
+AgentFactory = Callable[..., "WorkflowAgent"]
+_agent_factory: AgentFactory | None = None
+
+
+def set_agent_factory(factory: AgentFactory) -> None:
+    """Install what ``Workflow.as_agent()`` builds (``checkflow.agents`` installs
+    ``WorkflowAgent`` when imported, which ``import checkflow`` always does).
+
+    The engine sits below the agents, so it must not import them: the agents layer hands its
+    class down instead (dependency inversion, no import cycle).
+    """
+    global _agent_factory
+    _agent_factory = factory
 
 _STATE_TYPE_PREFIX = "state:"
 """Marks a stored type name that is a state codec type id rather than an annotation name."""
@@ -51,9 +68,8 @@ class Workflow:
     graph_signature_hash: str
     executors: Mapping[str, Executor]
     edge_groups: tuple[EdgeGroup, ...]
-    _specs: Mapping[str, ExecutorSpec] = dataclasses.field(repr=False)
-    _routes: Mapping[str, tuple[EdgeGroup, ...]] = dataclasses.field(repr=False)
-    _types: Mapping[str, Any] = dataclasses.field(repr=False)
+    plan: ExecutionPlan = dataclasses.field(repr=False)
+    """What runs execute (specs, routes, restorable types): the runner's only view of this."""
 
     @classmethod
     def _from_builder(
@@ -86,9 +102,13 @@ class Workflow:
                 graph_description(start_executor_id, specs, edge_groups)),
             executors=types.MappingProxyType({i: s.executor for i, s in specs.items()}),
             edge_groups=edge_groups,
-            _specs=types.MappingProxyType(specs),
-            _routes=types.MappingProxyType({k: tuple(v) for k, v in routes.items()}),
-            _types=types.MappingProxyType({type_name(t): t for t in _with_args(annotations)}),
+            plan=ExecutionPlan(
+                start_executor_id=start_executor_id,
+                specs=types.MappingProxyType(specs),
+                routes=types.MappingProxyType({k: tuple(v) for k, v in routes.items()}),
+                types=types.MappingProxyType(
+                    {type_name(t): t for t in _with_args(annotations)}),
+            ),
         )
 
     @property
@@ -100,7 +120,7 @@ class Workflow:
         declaration order is kept. A caller converting raw input (the hosts) tries them in
         this order to reach the handler a run would pick.
         """
-        declared = [h.input_type for h in self._specs[self.start_executor_id].handlers]
+        declared = [h.input_type for h in self.plan.start.handlers]
         return most_specific_first(declared)
 
     def accepts_input(self, message: Any) -> bool:
@@ -109,7 +129,7 @@ class Workflow:
         Lets a wrapper (``WorkflowAgent``) refuse a workflow it could never start, at
         construction instead of on the first run.
         """
-        return self._specs[self.start_executor_id].find_handler(message) is not None
+        return self.plan.start.find_handler(message) is not None
 
     def create_checkpoint(
         self,
@@ -134,12 +154,12 @@ class Workflow:
         """This workflow as an ``Agent`` whose sessions hold its checkpoints (``WorkflowAgent``).
 
         With ``checkpoint_storage`` a session keeps a ``CheckpointReference``; without, the
-        whole checkpoint. Imported lazily, from the public ``checkflow.agents``: workflows
-        never import agents at import time (tests/test_layering.py allows only this).
+        whole checkpoint. The class is the one ``checkflow.agents`` installed with
+        ``set_agent_factory`` (the engine never imports the agents layer).
         """
-        from checkflow.agents import WorkflowAgent
-
-        return WorkflowAgent(self, name=name, checkpoint_storage=checkpoint_storage)
+        if _agent_factory is None:
+            raise RuntimeError("as_agent() needs checkflow.agents: import checkflow first")
+        return _agent_factory(self, name=name, checkpoint_storage=checkpoint_storage)
 
     @overload
     def run(
@@ -149,6 +169,7 @@ class Workflow:
         checkpoint: Checkpoint | None = None,
         responses: Mapping[str, Any] | None = None,
         stream: Literal[False] = False,
+        interceptors: Sequence[Interceptor] = (),
     ) -> Coroutine[Any, Any, WorkflowRunResult]: ...
 
     @overload
@@ -159,6 +180,7 @@ class Workflow:
         checkpoint: Checkpoint | None = None,
         responses: Mapping[str, Any] | None = None,
         stream: Literal[True],
+        interceptors: Sequence[Interceptor] = (),
     ) -> WorkflowRunStream: ...
 
     def run(
@@ -168,6 +190,7 @@ class Workflow:
         checkpoint: Checkpoint | None = None,
         responses: Mapping[str, Any] | None = None,
         stream: bool = False,
+        interceptors: Sequence[Interceptor] = (),
     ) -> Coroutine[Any, Any, WorkflowRunResult] | WorkflowRunStream:
         """Run from ``checkpoint``'s head (a fresh one-shot checkpoint when omitted).
 
@@ -175,10 +198,10 @@ class Workflow:
         for pending requests, or neither to resume. Awaiting the call returns a
         ``WorkflowRunResult``; with ``stream=True`` it returns a ``WorkflowRunStream`` of
         events instead. Each call snapshots its entry and every completed superstep.
+        ``interceptors`` wrap the run, its supersteps, executor invocations and commits
+        (``checkflow.workflows.Interceptor``); none costs nothing.
         """
-        from checkflow.workflows._runner import Runner
-
-        runner = Runner(self, checkpoint, message, responses)
+        runner = Runner(self, checkpoint, message, responses, interceptors)
         if stream:
             return WorkflowRunStream(runner)
         return runner.run()
@@ -198,8 +221,9 @@ class Workflow:
 
     def resolve_type(self, name: str) -> Any:
         """The annotation a stored type name stands for, or ``None`` if this graph has none."""
-        if name in self._types:
-            return self._types[name]
+        known = self.plan.types
+        if name in known:
+            return known[name]
         if name.startswith(_STATE_TYPE_PREFIX):
             return registered_type(name.removeprefix(_STATE_TYPE_PREFIX))
         if name == "typing.Any":

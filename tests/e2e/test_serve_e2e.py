@@ -193,9 +193,10 @@ async def test_a_client_that_disconnects_mid_stream_frees_the_conversation(
         async with client.stream("POST", _runs(server.url, "s") + "?stream=true",
                                  json={"message": "hold:s"}) as response:
             async for line in response.aiter_lines():
-                if line.startswith("event: "):
-                    break  # one event seen; leaving the block drops the connection
-        await asyncio.to_thread(gates.wait_entered, "s")
+                if line == "event: ExecutorInvokedEvent":
+                    break  # the start executor is being invoked: it heads for its gate
+            await asyncio.to_thread(gates.wait_entered, "s")
+            # leaving the block drops the connection while the run waits at its gate
         deadline = asyncio.get_running_loop().time() + 60
         while True:  # poll until the server noticed the disconnect and released the run
             after = await client.post(_runs(server.url, "s"), json={"message": "after"})

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from checkflow.cli import main
-from checkflow.hosting._serve import load_object
-from checkflow.hosting._storage_url import COSMOS_SETTINGS
+from checkflow.cli._serve import load_object
+from checkflow.cli._storage_url import COSMOS_SETTINGS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -21,7 +21,7 @@ def test_a_target_is_loaded_by_module_and_attribute() -> None:
 def test_an_adapter_named_by_its_class_is_instantiated() -> None:
     from test_native_api import EchoAdapter
 
-    from checkflow.hosting._serve import _adapters
+    from checkflow.cli._serve import _adapters
 
     (adapter,) = _adapters(["native", "test_native_api:EchoAdapter"])
     assert isinstance(adapter, EchoAdapter)
@@ -63,3 +63,20 @@ def test_the_readme_documents_every_cosmos_setting() -> None:
     text = README.read_text()
     assert "## Serving" in text
     assert [name for name in COSMOS_SETTINGS if f"`{name}`" not in text] == []
+
+
+async def test_connections_accepted_by_the_served_app_have_tcp_nodelay() -> None:
+    import socket
+
+    import httpx
+    from hosting_flows import build
+    from served import served
+
+    from checkflow.hosting import WorkflowHost, create_app
+
+    async with served(create_app(WorkflowHost(build()))) as (url, server), \
+            httpx.AsyncClient(base_url=url) as client:
+        assert (await client.get("/healthz")).status_code == 200  # keeps the connection open
+        (connection,) = server.server_state.connections
+        accepted = connection.transport.get_extra_info("socket")
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

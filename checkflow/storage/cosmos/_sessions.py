@@ -150,6 +150,12 @@ class CosmosSessionStore(CosmosResource):
                 raise
             raise await self._conflict(session_id, expected_version) from exc
 
+    async def list_session_ids(self) -> list[str]:
+        """Every stored session id, sorted (a cross-partition query over session items)."""
+        pager = self.container.query_items(
+            "SELECT c.session_id FROM c WHERE c.kind = 'session'")
+        return sorted({str(row["session_id"]) async for row in pager})
+
     async def _conflict(
         self, session_id: str, expected_version: str | None
     ) -> SessionConflictError:

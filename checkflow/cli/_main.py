@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,16 +19,18 @@ from typing import Any
 import msgspec
 
 from checkflow.checkpoints import Checkpoint
+from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
+from checkflow.cli._tree import render_tree
+from checkflow.cli._verify import describe, verify
 from checkflow.errors import CheckflowError
-from checkflow.hosting._engine import inspected_requests
-from checkflow.hosting._inspect import (
+from checkflow.hosting import (
     checkpoint_export,
     checkpoint_summary,
-    inspect_state,
-    render_tree,
+    conversation_head,
+    jsonable,
+    snapshot_summary,
 )
-from checkflow.hosting._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
-from checkflow.hosting._views import jsonable, snapshot_summary
+from checkflow.workflows import inspect_snapshot
 
 __all__ = ["main"]
 
@@ -42,8 +45,15 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve a workflow (or agent) over HTTP")
     serve.add_argument("target", metavar="MODULE:ATTR",
                        help="a Workflow, WorkflowBuilder, factory of one, or an Agent")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    serve.add_argument("--host", default=None,
+                       help="default 127.0.0.1 (all interfaces, 0.0.0.0, with --foundry)")
+    serve.add_argument("--port", type=int, default=None,
+                       help="0 picks a free port (default 8000; $PORT or 8088 with --foundry)")
+    serve.add_argument("--foundry", action="store_true",
+                       help="the Foundry hosted-agent container contract: the Responses "
+                            "routes and /readiness, x-agent-user-id as the principal when "
+                            "there is no --authenticate, x-agent-session-id as the "
+                            "conversation of a new response")
     serve.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
     serve.add_argument("--adapters", default="native",
                        help="comma-separated: native, adapter names or MODULE:ATTR")
@@ -57,11 +67,16 @@ def _parser() -> argparse.ArgumentParser:
                        ("tree", "the snapshot graph, branches and head marked"),
                        ("pending", "the pending requests at the head"),
                        ("prune", "delete snapshots not reachable from the head or --keep"),
-                       ("export", "the whole checkpoint as JSON")]:
+                       ("export", "the whole checkpoint as JSON"),
+                       ("verify", "read every record; report torn tails, corruption and "
+                                  "leftovers (exit 1 when any is found)")]:
         action = actions.add_parser(name, help=text)
         action.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
         action.add_argument("--json", action="store_true", help="print JSON for scripts")
-        if name != "ls":
+        if name == "verify":
+            action.add_argument("checkpoint_id", metavar="ID", nargs="?",
+                                help="one checkpoint (default: every one)")
+        elif name != "ls":
             action.add_argument("checkpoint_id", metavar="ID")
         if name == "prune":
             action.add_argument("--keep", action="append", default=[], metavar="SNAPSHOT_ID",
@@ -75,7 +90,13 @@ def _print_json(value: Any) -> None:
 
 def _pending(checkpoint: Checkpoint) -> list[Any]:
     head = checkpoint.head_snapshot
-    return [] if head is None else jsonable(inspected_requests(inspect_state(head)))
+    if head is None:
+        return []
+    return [
+        {"request_id": r.request_id, "source_executor_id": r.source_executor_id,
+         "data": jsonable(r.data), "response_type": r.response_type_name}
+        for r in inspect_snapshot(head).pending_requests.values()
+    ]
 
 
 def _show(checkpoint: Checkpoint, as_json: bool) -> None:
@@ -85,10 +106,11 @@ def _show(checkpoint: Checkpoint, as_json: bool) -> None:
         _print_json(summary)
         return
     for key in ("checkpoint_id", "workflow_name", "graph_signature_hash", "head_snapshot_id",
-                "status", "snapshot_count"):
-        print(f"{key + ':':22}{summary[key]}")
-    print(f"{'tips:':22}{', '.join(summary['tips'])}")
-    print(f"{'pending_requests:':22}{len(summary['pending_requests'])}")
+                "storage_head_snapshot_id", "status", "snapshot_count"):
+        if key in summary:
+            print(f"{key + ':':26}{summary[key]}")
+    print(f"{'tips:':26}{', '.join(summary['tips'])}")
+    print(f"{'pending_requests:':26}{len(summary['pending_requests'])}")
     for request in summary["pending_requests"]:
         print(f"  - {_describe_request(request)}")
 
@@ -133,6 +155,13 @@ async def _checkpoints(args: argparse.Namespace) -> int:
                 _print_json(ids)
             else:
                 print("\n".join(ids))
+        elif args.action == "verify":
+            reports = await verify(storage, args.checkpoint_id)
+            if args.json:
+                _print_json(reports)
+            else:
+                print("\n".join(describe(r) for r in reports) or "no checkpoints")
+            return 0 if all(r["ok"] for r in reports) else 1
         elif args.action == "prune":
             removed = await storage.prune(args.checkpoint_id, keep=args.keep)
             if args.json:
@@ -140,7 +169,12 @@ async def _checkpoints(args: argparse.Namespace) -> int:
             else:
                 print(f"removed {len(removed)} snapshot(s)" + "".join(f"\n  {r}" for r in removed))
         else:
-            _ON_CHECKPOINT[args.action](await storage.load(args.checkpoint_id), args.json)
+            checkpoint = await storage.load(args.checkpoint_id)
+            hosted = await conversation_head(stores.session_store, args.checkpoint_id)
+            if hosted is not None and hosted.head_snapshot_id != checkpoint.head_snapshot_id:
+                # the conversation's head is the truth (storage's is ahead after a failed turn)
+                checkpoint.restart_from(hosted.head_snapshot_id)
+            _ON_CHECKPOINT[args.action](checkpoint, args.json)
     return 0
 
 
@@ -149,11 +183,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from checkflow.hosting._serve import serve
+            from checkflow.cli._serve import serve  # needs uvicorn: only `serve` pays for it
 
-            asyncio.run(serve(args.target, host=args.host, port=args.port, storage=args.storage,
+            foundry = bool(args.foundry)
+            host = args.host or ("0.0.0.0" if foundry else "127.0.0.1")
+            port = args.port if args.port is not None else (
+                int(os.environ.get("PORT", "8088")) if foundry else 8000)
+            asyncio.run(serve(args.target, host=host, port=port, storage=args.storage,
                               adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
-                              authenticate=args.authenticate))
+                              authenticate=args.authenticate, foundry=foundry))
             return 0
         return asyncio.run(_checkpoints(args))
     except (CheckflowError, ValueError, ImportError) as exc:

@@ -1,0 +1,263 @@
+"""Workflow events and run results -> AG-UI 1.0 events, for one run.
+
+``RunTranslator`` is pure: it turns the events a hosted run yields (and how the run ended)
+into ``ag_ui.core`` event models in an order the AG-UI verifier accepts: ``RUN_STARTED``
+first, balanced ``STEP_*`` per superstep, balanced ``TEXT_MESSAGE_*`` triads, and exactly one
+terminal event (``RUN_FINISHED`` with its outcome, or ``RUN_ERROR``). This module must never
+do I/O, touch a host or know about HTTP.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    BaseEvent,
+    CustomEvent,
+    Interrupt,
+    MessagesSnapshotEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+)
+
+from checkflow.agents import AgentResponse, AgentRunUpdateEvent, ChatMessage
+from checkflow.workflows import (
+    OutputEvent,
+    RunStatus,
+    SuperstepCompletedEvent,
+    SuperstepStartedEvent,
+    WorkflowEvent,
+)
+
+__all__ = ["INTERRUPT_REASON", "OUTPUT_EVENT_NAME", "RunTranslator", "interrupt_message"]
+
+INTERRUPT_REASON = "input_required"
+"""The AG-UI core reason every checkflow request is reported with (it carries a schema)."""
+
+OUTPUT_EVENT_NAME = "checkflow:output"
+"""The ``CUSTOM`` event name for an output that is not text."""
+
+_TEXT_ROLES = {"assistant", "user", "system"}
+_PROMPT_KEYS = ("message", "question", "prompt", "text")
+
+
+def interrupt_message(data: Any) -> str | None:
+    """The human-readable prompt in request data: the data itself, or a prompt-like key."""
+    if isinstance(data, str):
+        return data or None
+    if isinstance(data, Mapping):
+        for key in _PROMPT_KEYS:
+            value = data.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def _millis(event: WorkflowEvent) -> int | None:
+    if event.sequence <= 0:  # not emitted by a run (sequences start at 1): no time to show
+        return None
+    return int(event.timestamp.timestamp() * 1000)
+
+
+class RunTranslator:
+    """Translates one run's workflow events into AG-UI events, keeping every triad balanced.
+
+    ``to_json`` turns output data into JSON-native values (the hosting toolkit's
+    ``jsonable``); ``new_id`` makes message ids. ``messages`` lists, as AG-UI message dicts,
+    every text message this run emitted, for the ``MESSAGES_SNAPSHOT`` before the end.
+    """
+
+    def __init__(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        to_json: Callable[[Any], Any] = lambda value: value,
+        new_id: Callable[[], str] = lambda: f"msg-{uuid.uuid4().hex}",
+    ) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.messages: list[dict[str, Any]] = []
+        self._to_json = to_json
+        self._new_id = new_id
+        self._step: str | None = None
+        self._open: dict[str, tuple[str, str]] = {}  # executor id -> (message id, role)
+        self._streamed: set[str] = set()  # executors whose deltas already showed their reply
+        self._texts: dict[str, list[str]] = {}
+        self.finished = False
+
+    # -- the run's frame -----------------------------------------------------------------
+
+    def started(self) -> RunStartedEvent:
+        """``RUN_STARTED``: declares protocol 1.0 and echoes the ids exactly as sent."""
+        return RunStartedEvent(
+            thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION
+        )
+
+    def translate(self, event: WorkflowEvent) -> list[BaseEvent]:
+        """The AG-UI events for one workflow event (often none)."""
+        stamp = _millis(event)
+        if isinstance(event, SuperstepStartedEvent):
+            out = self._close_step()
+            self._step = f"superstep-{event.superstep}"
+            out.append(StepStartedEvent(step_name=self._step, timestamp=stamp))
+            return out
+        if isinstance(event, SuperstepCompletedEvent):
+            return self._close_step(stamp)
+        if isinstance(event, AgentRunUpdateEvent):
+            return self._delta(event.executor_id, event.update.role, event.update.text, stamp)
+        if isinstance(event, OutputEvent):
+            return self._output(event.executor_id, event.data, stamp)
+        return []
+
+    def finish(
+        self,
+        status: RunStatus,
+        *,
+        pending: Sequence[Mapping[str, Any]] = (),
+        resume_token: Mapping[str, Any] | None = None,
+        transcript: Sequence[Mapping[str, Any]] | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> list[BaseEvent]:
+        """The end of a run that did not fail: snapshots, then ``RUN_FINISHED`` with its outcome.
+
+        ``pending`` holds the hosting toolkit's pending views (``request_id``, ``data``,
+        ``response_schema``, ``source_executor_id``); ``transcript`` the thread's messages
+        before this run's output (this run's own text messages are appended to it).
+        """
+        out = self._close_step()
+        if state is not None:
+            out.append(StateSnapshotEvent(snapshot=dict(state)))
+        if transcript is not None:
+            messages = [*transcript, *self.messages]
+            out.append(MessagesSnapshotEvent.model_validate({"messages": messages}))
+        outcome: Any
+        if status is RunStatus.AWAITING_RESPONSES and pending:
+            interrupts = [self.interrupt(view, resume_token) for view in pending]
+            outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+        elif status is RunStatus.CANCELLED:
+            outcome = RunFinishedCancelledOutcome()
+        else:
+            outcome = RunFinishedSuccessOutcome()
+        out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id,
+                                    outcome=outcome))
+        self.finished = True
+        return out
+
+    def error(self, code: str, message: str) -> list[BaseEvent]:
+        """The end of a failed run: open triads closed, then ``RUN_ERROR`` (code + message)."""
+        out = self._close_step()
+        out.append(RunErrorEvent(code=code, message=message))
+        self.finished = True
+        return out
+
+    @staticmethod
+    def interrupt(view: Mapping[str, Any], resume_token: Mapping[str, Any] | None) -> Interrupt:
+        """One interrupt for one pending request: id = request id, reason ``input_required``."""
+        checkflow: dict[str, Any] = {
+            "requestData": view.get("data"),
+            "sourceExecutorId": view.get("source_executor_id"),
+        }
+        if resume_token is not None:
+            checkflow["resumeToken"] = dict(resume_token)
+        schema = view.get("response_schema")
+        return Interrupt(
+            id=str(view["request_id"]),
+            reason=INTERRUPT_REASON,
+            message=interrupt_message(view.get("data")),
+            response_schema=schema if isinstance(schema, dict) else None,
+            metadata={"checkflow": checkflow},
+        )
+
+    # -- text ------------------------------------------------------------------------------
+
+    def _delta(self, executor_id: str, role: str, text: str, stamp: int | None) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        current = self._open.get(executor_id)
+        if current is not None and current[1] != role:
+            out.extend(self._end(executor_id, stamp))
+            current = None
+        if not text:
+            return out
+        if current is None:
+            out.extend(self._start(executor_id, role if role in _TEXT_ROLES else "assistant",
+                                   stamp))
+        message_id, _ = self._open[executor_id]
+        self._texts[message_id].append(text)
+        out.append(TextMessageContentEvent(message_id=message_id, delta=text, timestamp=stamp))
+        self._streamed.add(executor_id)
+        return out
+
+    def _start(self, executor_id: str, role: str, stamp: int | None) -> list[BaseEvent]:
+        message_id = self._new_id()
+        self._open[executor_id] = (message_id, role)
+        self._texts[message_id] = []
+        return [TextMessageStartEvent(message_id=message_id, role=role,  # type: ignore[arg-type]
+                                      timestamp=stamp)]
+
+    def _end(self, executor_id: str, stamp: int | None = None) -> list[BaseEvent]:
+        opened = self._open.pop(executor_id, None)
+        if opened is None:
+            return []
+        message_id, role = opened
+        self.messages.append(
+            {"id": message_id, "role": role, "content": "".join(self._texts.pop(message_id))}
+        )
+        return [TextMessageEndEvent(message_id=message_id, timestamp=stamp)]
+
+    def _whole(self, executor_id: str, role: str, text: str, stamp: int | None) -> list[BaseEvent]:
+        out = self._end(executor_id, stamp)
+        out.extend(self._start(executor_id, role, stamp))
+        message_id, _ = self._open[executor_id]
+        if text:
+            self._texts[message_id].append(text)
+            out.append(TextMessageContentEvent(message_id=message_id, delta=text,
+                                               timestamp=stamp))
+        out.extend(self._end(executor_id, stamp))
+        return out
+
+    def _output(self, executor_id: str, data: Any, stamp: int | None) -> list[BaseEvent]:
+        if isinstance(data, str):
+            return self._whole(executor_id, "assistant", data, stamp)
+        if isinstance(data, ChatMessage) and data.role in _TEXT_ROLES and data.text:
+            return self._whole(executor_id, data.role, data.text, stamp)
+        if isinstance(data, AgentResponse) and data.text:
+            if executor_id in self._streamed:  # its deltas already were the message
+                self._streamed.discard(executor_id)
+                return self._end(executor_id, stamp)
+            return self._messages(executor_id, data.messages, stamp)
+        out = self._end(executor_id, stamp)
+        value = {"executorId": executor_id, "data": self._to_json(data)}
+        out.append(CustomEvent(name=OUTPUT_EVENT_NAME, value=value, timestamp=stamp))
+        return out
+
+    def _messages(
+        self, executor_id: str, messages: Iterable[ChatMessage], stamp: int | None
+    ) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        for message in messages:
+            if message.text and message.role in _TEXT_ROLES:
+                out.extend(self._whole(executor_id, message.role, message.text, stamp))
+        return out
+
+    def _close_step(self, stamp: int | None = None) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        for executor_id in list(self._open):
+            out.extend(self._end(executor_id, stamp))
+        if self._step is not None:
+            out.append(StepFinishedEvent(step_name=self._step, timestamp=stamp))
+            self._step = None
+        return out

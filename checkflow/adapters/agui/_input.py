@@ -1,0 +1,200 @@
+"""What an AG-UI ``RunAgentInput`` asks of the host: new messages, resume answers, options.
+
+Pure functions over ``ag_ui.core`` models: the de-duplication of resent history (by message
+id, against the ids the thread has already seen), the conversion of the new messages to the
+workflow ``message``, the validation of ``resume[]`` against the thread's open interrupts,
+and the ``forwardedProps.checkflow`` options. This module must never do I/O or touch a host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import (
+    AssistantMessage,
+    DeveloperMessage,
+    Message,
+    ResumeEntry,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+
+from checkflow.agents import ChatMessage, FunctionResultContent
+from checkflow.workflows import RequestCancelled
+
+__all__ = [
+    "CheckflowOptions",
+    "ResumeViolation",
+    "chat_messages",
+    "latest_user_text",
+    "new_messages",
+    "options_from",
+    "resume_responses",
+    "wire_message",
+]
+
+
+class ResumeViolation(Exception):
+    """A run whose ``resume[]`` breaks the AG-UI 1.0 resume contract (reported as RUN_ERROR)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def new_messages(messages: Sequence[Message], seen: Collection[str]) -> list[Message]:
+    """The messages whose ids the thread has not seen, in order; a repeated id counts once."""
+    fresh: list[Message] = []
+    ids: set[str] = set()
+    for message in messages:
+        if message.id in seen or message.id in ids:
+            continue
+        ids.add(message.id)
+        fresh.append(message)
+    return fresh
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(str(getattr(part, "text", "")) for part in content
+                       if getattr(part, "type", None) == "text")
+    return ""
+
+
+def latest_user_text(messages: Sequence[Message]) -> str | None:
+    """The text of the last user message, or ``None`` when there is no user message."""
+    for message in reversed(messages):
+        if isinstance(message, UserMessage):
+            return _text(message.content)
+    return None
+
+
+def chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
+    """The messages as ``ChatMessage``s; roles checkflow has no counterpart for are skipped.
+
+    ``developer`` becomes ``system``; a tool message becomes a ``tool`` message holding a
+    ``FunctionResultContent`` for its ``toolCallId``; activity and reasoning are dropped.
+    """
+    result: list[ChatMessage] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            result.append(ChatMessage("user", _text(message.content)))
+        elif isinstance(message, SystemMessage | DeveloperMessage):
+            result.append(ChatMessage("system", message.content))
+        elif isinstance(message, AssistantMessage):
+            result.append(ChatMessage("assistant", message.content or ""))
+        elif isinstance(message, ToolMessage):
+            content = FunctionResultContent(message.tool_call_id, _text(message.content))
+            result.append(ChatMessage("tool", content))
+    return result
+
+
+def wire_message(message: Message) -> dict[str, Any]:
+    """A message as its AG-UI JSON object (camelCase, optional fields left out)."""
+    dumped: dict[str, Any] = message.model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+def resume_responses(
+    entries: Sequence[ResumeEntry] | None,
+    open_ids: Collection[str],
+    issued_ids: Collection[str],
+    *,
+    has_input: bool,
+) -> dict[str, Any] | None:
+    """The host ``responses`` a run's ``resume[]`` gives, or ``None`` for no resume.
+
+    Raises ``ResumeViolation`` for each breach of the contract, checked in this order:
+    an id given twice (``duplicate_interrupt``), an id that is not open (``already_resolved``
+    when this thread once issued it, else ``unknown_interrupt``), an open interrupt left
+    uncovered (``resume_incomplete``), new input alongside a resume (``input_with_resume``),
+    and new input with interrupts open but no resume (``resume_required``).
+    ``status: "cancelled"`` answers with ``RequestCancelled()``.
+    """
+    if not entries:
+        if open_ids and has_input:
+            listed = ", ".join(sorted(open_ids))
+            raise ResumeViolation(
+                "resume_required",
+                f"the thread has open interrupts ({listed}); the run must carry resume[]",
+            )
+        return None
+    responses: dict[str, Any] = {}
+    for entry in entries:
+        interrupt_id = entry.interrupt_id
+        if interrupt_id in responses:
+            raise ResumeViolation(
+                "duplicate_interrupt", f"resume[] answers interrupt {interrupt_id!r} twice"
+            )
+        if interrupt_id not in open_ids:
+            if interrupt_id in issued_ids:
+                raise ResumeViolation(
+                    "already_resolved",
+                    f"interrupt {interrupt_id!r} was already resolved; its handler ran once",
+                )
+            raise ResumeViolation(
+                "unknown_interrupt", f"interrupt {interrupt_id!r} is not open on this thread"
+            )
+        responses[interrupt_id] = (
+            RequestCancelled() if entry.status == "cancelled" else entry.payload
+        )
+    missing = sorted(set(open_ids) - set(responses))
+    if missing:
+        raise ResumeViolation(
+            "resume_incomplete",
+            f"resume[] leaves open interrupt(s) unanswered: {', '.join(missing)}",
+        )
+    if has_input:
+        raise ResumeViolation(
+            "input_with_resume", "a run that resumes interrupts cannot also bring new messages"
+        )
+    return responses
+
+
+@dataclass(frozen=True, slots=True)
+class CheckflowOptions:
+    """``forwardedProps.checkflow``: branch from a snapshot, or pin the expected head."""
+
+    from_snapshot: str | None = None
+    resume_token: tuple[str, str] | None = None  # (checkpoint id, snapshot id)
+
+
+def _field(mapping: Mapping[str, Any], *names: str) -> Any:
+    for name in names:
+        if name in mapping:
+            return mapping[name]
+    return None
+
+
+def options_from(forwarded: Any) -> CheckflowOptions:
+    """Read ``forwardedProps.checkflow`` (``fromSnapshot``, ``resumeToken``); ``ValueError`` names
+    the field that has the wrong shape. Anything else in ``forwardedProps`` is ignored."""
+    if not isinstance(forwarded, Mapping):
+        return CheckflowOptions()
+    props = forwarded.get("checkflow")
+    if props is None:
+        return CheckflowOptions()
+    if not isinstance(props, Mapping):
+        raise ValueError("forwardedProps.checkflow must be an object")
+    snapshot = _field(props, "fromSnapshot", "from_snapshot")
+    if snapshot is not None and not isinstance(snapshot, str):
+        raise ValueError("forwardedProps.checkflow.fromSnapshot must be a string")
+    raw = _field(props, "resumeToken", "resume_token")
+    token: tuple[str, str] | None = None
+    if raw is not None:
+        if not isinstance(raw, Mapping):
+            raise ValueError("forwardedProps.checkflow.resumeToken must be an object")
+        checkpoint_id = _field(raw, "checkpointId", "checkpoint_id")
+        snapshot_id = _field(raw, "snapshotId", "snapshot_id")
+        if not isinstance(checkpoint_id, str) or not isinstance(snapshot_id, str):
+            raise ValueError(
+                "forwardedProps.checkflow.resumeToken needs string checkpointId and snapshotId"
+            )
+        token = (checkpoint_id, snapshot_id)
+    return CheckflowOptions(from_snapshot=snapshot, resume_token=token)

@@ -1,0 +1,122 @@
+"""Response objects and output items, complete as the Responses schema requires them.
+
+Everything a client sees in a body or an event is built here from plain values, so the shape
+of a Response (every required field, ``None`` where it does not apply) is decided once. Ids
+are random where they name something new and derived where they must be reproducible (item
+ids come from the response id and the output index, so a replayed stream names the same
+items). This module must never call the host or touch storage.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+__all__ = [
+    "REQUEST_INFO",
+    "function_call_item",
+    "item_id",
+    "message_item",
+    "new_id",
+    "request_arguments",
+    "response_object",
+]
+
+REQUEST_INFO = "request_info"
+"""The function name under which a workflow's pending requests are shown."""
+
+
+
+def _usage() -> dict[str, Any]:
+    """Token counts: a workflow spends none of its own (zeros, every field present)."""
+    return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+def new_id(prefix: str) -> str:
+    """A fresh opaque id such as ``resp_3f9c...`` (24 random bytes, hex)."""
+    return f"{prefix}_{secrets.token_hex(24)}"
+
+
+def item_id(response_id: str, output_index: int, kind: str = "msg") -> str:
+    """The id of a response's output item at ``output_index``: the same on every replay."""
+    return f"{kind}_{response_id.removeprefix('resp_')}_{output_index}"
+
+
+def message_item(id: str, text: str, *, status: str = "completed") -> dict[str, Any]:
+    """An assistant message with one ``output_text`` part (no part while still opening)."""
+    content = [] if status == "in_progress" and not text else [
+        {"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    return {"type": "message", "id": id, "status": status, "role": "assistant",
+            "content": content}
+
+
+def request_arguments(request_id: str, data: Any, response_schema: dict[str, Any]) -> str:
+    """The JSON ``arguments`` of a ``request_info`` call: request id, data and answer schema."""
+    return json.dumps({"request_id": request_id, "data": data,
+                       "response_schema": response_schema}, separators=(",", ":"))
+
+
+def function_call_item(
+    id: str, call_id: str, arguments: str, *, status: str = "completed"
+) -> dict[str, Any]:
+    """A ``function_call`` item named ``request_info`` asking the client for a value."""
+    return {"type": "function_call", "id": id, "call_id": call_id, "name": REQUEST_INFO,
+            "arguments": arguments, "status": status}
+
+
+def response_object(
+    *,
+    id: str,
+    created_at: int,
+    status: str,
+    model: str,
+    output: list[dict[str, Any]],
+    conversation_id: str | None,
+    previous_response_id: str | None = None,
+    instructions: str | None = None,
+    metadata: dict[str, str] | None = None,
+    store: bool = True,
+    background: bool = False,
+    completed_at: int | None = None,
+    error: dict[str, Any] | None = None,
+    incomplete_reason: str | None = None,
+) -> dict[str, Any]:
+    """A complete Response object: every field the schema requires, in the OpenAI shape."""
+    return {
+        "id": id,
+        "object": "response",
+        "created_at": created_at,
+        "completed_at": completed_at,
+        "status": status,
+        "incomplete_details": ({"reason": incomplete_reason}
+                               if incomplete_reason is not None else None),
+        "model": model,
+        "previous_response_id": previous_response_id,
+        "instructions": instructions,
+        "output": output,
+        "error": error,
+        "tools": [],
+        "tool_choice": "auto",
+        "truncation": "disabled",
+        "parallel_tool_calls": False,
+        "text": {"format": {"type": "text"}},
+        "top_p": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "top_logprobs": 0,
+        "temperature": 1.0,
+        "reasoning": None,
+        "usage": _usage() if status in ("completed", "failed", "incomplete", "cancelled") else None,
+        "max_output_tokens": None,
+        "max_tool_calls": None,
+        "store": store,
+        "background": background,
+        "service_tier": "default",
+        "metadata": metadata or {},
+        "safety_identifier": None,
+        "prompt_cache_key": None,
+        "conversation": {"id": conversation_id} if conversation_id is not None else None,
+    }

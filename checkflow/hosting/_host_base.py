@@ -1,0 +1,142 @@
+"""What every host does the same way: leases, active runs, cancel, subscribe, records, listing.
+
+``WorkflowHost`` and ``AgentHost`` differ only in what one turn runs and what a conversation's
+session holds; everything an adapter reaches through the ``Host`` protocol besides that lives
+here once. This module must never run a workflow or an agent itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
+
+from checkflow.errors import SessionError
+from checkflow.hosting._keys import CONVERSATION_KEY, ConversationKey
+from checkflow.hosting._lease import LeaseManager, new_owner_id
+from checkflow.hosting._records import RecordStore
+from checkflow.hosting._runs import RunRegistry, empty
+from checkflow.sessions import AgentSession, InMemorySessionStore, SessionStore
+from checkflow.workflows import WorkflowEvent
+
+__all__ = ["HostBase", "shielded"]
+
+T = TypeVar("T")
+READY_CACHE_SECONDS = 2.0
+_PROBE = "checkflow-readiness-probe"
+
+
+class HostBase:
+    """Conversation bookkeeping shared by the hosts (see ``checkflow.hosting.Host``).
+
+    ``lease_seconds`` bounds how long a host that died mid-run keeps a conversation from other
+    hosts; ``renew_seconds`` (default a third of it) is how often a running host renews its
+    lease, and so the longest a cancel requested by another process takes to be honoured.
+    """
+
+    def __init__(
+        self,
+        session_store: SessionStore | None,
+        *,
+        lease_seconds: float,
+        renew_seconds: float | None,
+    ) -> None:
+        self.session_store: SessionStore = session_store or InMemorySessionStore()
+        self._leases = LeaseManager(
+            self.session_store, owner=new_owner_id(), lease_seconds=lease_seconds,
+            renew_seconds=renew_seconds)
+        self._runs = RunRegistry()
+        self._ready_at: float | None = None
+        self._ready_error: Exception | None = None
+
+    def _holds_conversation(self, state: dict[str, Any]) -> bool:
+        """Whether a conversation session's state holds a conversation to show."""
+        raise NotImplementedError
+
+    async def delete_conversation(
+        self, conversation_id: str, *, principal: str | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    async def delete(self, conversation_id: str, *, principal: str | None = None) -> None:
+        """Forget the conversation (``delete_conversation``): ``ConversationNotFoundError``
+        if there is none, ``ConversationBusyError`` while it runs."""
+        await self.delete_conversation(conversation_id, principal=principal)
+
+    async def cancel(self, conversation_id: str, *, principal: str | None = None) -> bool:
+        """Stop the conversation's active run at its next safe point; ``False`` if none runs.
+
+        A run in this host object stops at once (an executor awaiting I/O is cancelled; a
+        snapshot commit in flight completes first); its result is ``CANCELLED`` and the
+        conversation keeps its last good head. A run owned by another host sharing the
+        session store is asked through its session and stops at that host's next lease
+        renewal (at most ``renew_seconds`` later).
+        """
+        key = ConversationKey(principal, conversation_id)
+        active = self._runs.get(key)
+        if active is not None:
+            await active.cancel()
+            return True
+        return await self._leases.request_cancel(key)
+
+    def subscribe(
+        self, conversation_id: str, *, principal: str | None = None, after: int | None = None
+    ) -> AsyncIterator[WorkflowEvent]:
+        """Re-attach to the conversation's active run in this host object.
+
+        Replays the run's events with ``sequence > after`` (all of them when ``after`` is
+        ``None``), then streams live ones, and ends when the run ends. With no active run here
+        the stream is empty: it ends at once, it never waits for a run to start.
+        """
+        active = self._runs.get(ConversationKey(principal, conversation_id))
+        return empty() if active is None else active.follow(after)
+
+    async def check_ready(self) -> None:
+        """Raise if the stores cannot be read and written (a cheap write probe, whose
+        outcome is kept for ``READY_CACHE_SECONDS`` so a busy readiness probe costs nothing)."""
+        now = time.monotonic()
+        if self._ready_at is not None and now - self._ready_at < READY_CACHE_SECONDS:
+            if self._ready_error is not None:
+                raise self._ready_error
+            return
+        try:
+            probe = AgentSession(_PROBE, {"probe": True})
+            await self.session_store.set(probe)
+            await self.session_store.get(_PROBE)
+            await self._probe_more()
+        except Exception as exc:
+            self._ready_at, self._ready_error = now, exc
+            raise
+        self._ready_at, self._ready_error = now, None
+
+    async def _probe_more(self) -> None:
+        """What else a host must reach to be ready (its checkpoint storage, say)."""
+
+    def records(self, namespace: str) -> RecordStore:
+        """Durable, principal-scoped records in this host's session store (for adapters)."""
+        return RecordStore(self.session_store, namespace)
+
+    async def list_conversations(self, *, principal: str | None = None) -> list[str]:
+        """The ids of ``principal``'s conversations, sorted (reads every session: for
+        operators and small deployments, not a hot path)."""
+        found = []
+        for session_id in await self.session_store.list_session_ids():
+            if not ConversationKey.is_session_id(session_id):
+                continue
+            try:
+                session = await self.session_store.get(session_id)
+            except SessionError:
+                continue  # unreadable here (damage, or types this process lacks): skip it
+            identity = None if session is None else session.state.get(CONVERSATION_KEY)
+            if (session is None or not isinstance(identity, dict)
+                    or identity.get("principal") != principal
+                    or not self._holds_conversation(session.state)):
+                continue
+            found.append(str(identity.get("conversation_id")))
+        return sorted(found)
+
+
+async def shielded(awaitable: Awaitable[T]) -> T:
+    """Finish ``awaitable`` even if the caller is cancelled (session writes must land)."""
+    return await asyncio.shield(asyncio.ensure_future(awaitable))

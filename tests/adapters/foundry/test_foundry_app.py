@@ -1,0 +1,218 @@
+"""The adapter in this process: ``create_app`` served by uvicorn on loopback, driven by the
+``openai`` client. Covers what needs a host built in the test: an agent host, the container
+contract (``FoundryAdapter(container=True)``) and readiness against a failing store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import openai
+import pytest
+import uvicorn
+from foundry_schema import assert_well_formed, validate_event, validate_response
+from openai import OpenAI
+
+from checkflow.adapters.foundry import FoundryAdapter, default_adapter, header_principal
+from checkflow.agents import ChatMessage, ScriptedAgent
+from checkflow.hosting import AgentHost, WorkflowHost, create_app
+from checkflow.sessions import InMemorySessionStore
+from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
+
+
+@contextmanager
+def _serving(app: Any) -> Iterator[str]:
+    """``app`` on a loopback port in a uvicorn thread; its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    ready = threading.Event()
+    for _ in range(1000):  # bounded: uvicorn starts in well under the 10 s this allows
+        if server.started:
+            ready.set()
+            break
+        ready.wait(0.01)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def _client(url: str, **headers: str) -> OpenAI:
+    return OpenAI(base_url=url, api_key="unused", max_retries=0, timeout=30,
+                  default_headers=headers or None)
+
+
+def _create(client: OpenAI, **params: Any) -> dict[str, Any]:
+    raw = client.responses.with_raw_response.create(**params)
+    body = raw.http_response.json()
+    validate_response(body)
+    return body
+
+
+def _text(body: dict[str, Any]) -> str:
+    return "".join(p["text"] for i in body["output"] if i["type"] == "message"
+                   for p in i["content"])
+
+
+class Held(Executor):
+    """Holds a run whose message is "hold" until the test sets ``RELEASE`` (10 s at most)."""
+
+    @handler
+    async def held(self, text: str, ctx: WorkflowContext) -> None:
+        if text == "hold":
+            ENTERED.set()
+            for _ in range(1000):
+                if RELEASE.is_set():
+                    break
+                await asyncio.sleep(0.01)
+        await ctx.yield_output(text)
+
+
+ENTERED, RELEASE = threading.Event(), threading.Event()
+_held = Held("held")
+held_workflow = WorkflowBuilder(start_executor=_held, name="held").build()
+
+
+class Chat(Executor):
+    @handler
+    async def chat(self, messages: list[ChatMessage], ctx: WorkflowContext) -> None:
+        await ctx.yield_output({"roles": [m.role for m in messages],
+                                "texts": [m.text for m in messages]})
+
+
+_chat = Chat("chat")
+chat_workflow = WorkflowBuilder(start_executor=_chat, name="chat").build()
+
+
+def test_default_adapter_is_a_plain_foundry_adapter() -> None:
+    adapter = default_adapter()
+    assert isinstance(adapter, FoundryAdapter) and adapter.container is False
+
+
+def test_an_agent_streams_its_reply_and_continues_its_conversation() -> None:
+    host = AgentHost(ScriptedAgent("bot", ["hello there, friend", "again"]))
+    with _serving(create_app(host, adapters=[FoundryAdapter()])) as url:
+        client = _client(url)
+        events = [e.to_dict() for e in client.responses.create(input="hi", stream=True)]
+        for event in events:
+            validate_event(event)
+        assert_well_formed(events)
+        deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+        assert "".join(deltas) == "hello there, friend"
+        first = events[-1]["response"]
+        assert _text(first) == "hello there, friend"
+        second = _create(client, previous_response_id=first["id"], input="more")
+        assert _text(second) == "again"
+        assert second["conversation"] == first["conversation"]
+
+
+def test_a_chat_workflow_gets_instructions_as_a_system_message_and_json_outputs() -> None:
+    with _serving(create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter()])) as url:
+        body = _create(_client(url), input=[{"role": "developer", "content": "d"},
+                                            {"role": "user", "content": "u"}],
+                       instructions="be brief")
+    assert _text(body) == '{"roles":["system","system","user"],"texts":["be brief","d","u"]}'
+
+
+def test_in_a_container_the_user_header_is_the_principal_and_the_session_the_conversation(
+) -> None:
+    host = WorkflowHost(chat_workflow)
+    with _serving(create_app(host, adapters=[FoundryAdapter(container=True)])) as url:
+        alice = _client(url, **{"x-agent-user-id": "alice", "x-agent-session-id": "s-1"})
+        body = _create(alice, input="hi")
+        assert body["conversation"] == {"id": "s-1"}
+        assert alice.responses.retrieve(body["id"]).id == body["id"]
+        for other in ({"x-agent-user-id": "bob"}, {}):
+            with pytest.raises(openai.NotFoundError):
+                _client(url, **other).responses.retrieve(body["id"])
+
+
+def test_an_authenticated_principal_wins_over_the_user_header() -> None:
+    def authenticate(request: Any) -> str | None:
+        return str(request.headers.get("authorization", "")).removeprefix("Bearer ") or None
+
+    app = create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter(container=True)],
+                     authenticate=authenticate)
+    with _serving(app) as url:
+        carol = OpenAI(base_url=url, api_key="carol", max_retries=0,
+                       default_headers={"x-agent-user-id": "mallory"})
+        body = carol.responses.create(input="hi")
+        with pytest.raises(openai.NotFoundError):
+            OpenAI(base_url=url, api_key="mallory", max_retries=0).responses.retrieve(body.id)
+        assert carol.responses.retrieve(body.id).id == body.id
+
+
+def test_header_principal_reads_the_user_header_only() -> None:
+    class _Request:
+        def __init__(self, headers: dict[str, str]) -> None:
+            self.headers = headers
+
+    assert header_principal(_Request({"x-agent-user-id": " u1 "})) == "u1"  # type: ignore[arg-type]
+    assert header_principal(_Request({"x-agent-user-id": ""})) is None  # type: ignore[arg-type]
+    assert header_principal(_Request({})) is None  # type: ignore[arg-type]
+
+
+class _Unreachable(InMemorySessionStore):
+    async def get(self, session_id: str) -> Any:
+        raise OSError("the session store is unreachable")
+
+
+def test_readiness_is_healthy_only_while_the_stores_answer() -> None:
+    adapters = [FoundryAdapter()]
+    with _serving(create_app(WorkflowHost(chat_workflow), adapters=adapters)) as url:
+        ready = httpx.get(f"{url}/readiness")
+        assert (ready.status_code, ready.json()) == (200, {"status": "healthy"})
+    host = WorkflowHost(chat_workflow, session_store=_Unreachable())
+    with _serving(create_app(host, adapters=[FoundryAdapter()])) as url:
+        ready = httpx.get(f"{url}/readiness")
+        assert ready.status_code == 503 and ready.json()["status"] == "unhealthy"
+
+
+def test_a_store_that_breaks_mid_request_is_an_openai_shaped_500() -> None:
+    host = WorkflowHost(chat_workflow, session_store=_Unreachable())
+    with _serving(create_app(host, adapters=[FoundryAdapter()])) as url:
+        response = httpx.get(f"{url}/responses/resp_1")
+    assert response.status_code == 500
+    assert response.json() == {"error": {"message": "internal server error",
+                                         "type": "server_error", "param": None, "code": None}}
+
+
+def test_an_unknown_route_under_the_prefix_is_an_openai_shaped_404() -> None:
+    with _serving(create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter()])) as url:
+        response = httpx.get(f"{url}/responses/r1/nothing-here")
+    assert response.status_code == 404
+    assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_a_client_leaving_a_stream_cancels_the_run_and_the_response_says_so() -> None:
+    ENTERED.clear()
+    RELEASE.clear()
+    with _serving(create_app(WorkflowHost(held_workflow), adapters=[FoundryAdapter()])) as url:
+        body = {"input": "hold", "stream": True, "conversation": "left-1"}
+        with httpx.stream("POST", f"{url}/responses", json=body, timeout=30) as response:
+            lines = (line for line in response.iter_lines() if line.startswith("data: "))
+            created = json.loads(next(lines).removeprefix("data: "))
+            assert ENTERED.wait(10)
+        response_id = created["response"]["id"]
+        client = _client(url)
+        status = "in_progress"
+        deadline = time.monotonic() + 10
+        while status == "in_progress" and time.monotonic() < deadline:  # the server's outcome
+            status = client.responses.retrieve(response_id).status
+            RELEASE.wait(0.02)
+        assert status == "cancelled"
+        assert _text(_create(client, input="next", conversation="left-1")) == "next"

@@ -1,0 +1,98 @@
+"""Responses events and objects as built: schema-valid, numbered, balanced, one terminal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from foundry_schema import assert_well_formed, validate_event, validate_response
+
+from checkflow.adapters.foundry._events import EventBuilder
+from checkflow.adapters.foundry._objects import request_arguments, response_object
+
+
+def _response(builder: EventBuilder, status: str) -> dict:
+    return response_object(id=builder.response_id, created_at=1700000000, status=status,
+                           model="checkflow", output=list(builder.output),
+                           conversation_id="conv_1")
+
+
+def _complete_stream(status: str = "completed") -> list[dict]:
+    builder = EventBuilder("resp_abc")
+    events = builder.start(lambda s: _response(builder, s))
+    events += builder.open_message()
+    events += [builder.text_delta("Hel"), builder.text_delta("lo")]
+    events += builder.close_message()
+    events += builder.message("second")
+    events += builder.function_call("req-1", request_arguments("req-1", {"q": 1}, {}))
+    events.append(builder.finish(_response(builder, status)))
+    return events
+
+
+def test_a_full_stream_is_schema_valid_numbered_and_balanced() -> None:
+    events = _complete_stream()
+    assert_well_formed(events)
+    assert [e["sequence_number"] for e in events] == list(range(1, len(events) + 1))
+    final = events[-1]["response"]
+    assert [item["type"] for item in final["output"]] == ["message", "message", "function_call"]
+    assert final["output"][0]["content"][0]["text"] == "Hello"
+    call = final["output"][2]
+    assert call["name"] == "request_info" and call["call_id"] == "req-1"
+    assert json.loads(call["arguments"]) == {"request_id": "req-1", "data": {"q": 1},
+                                             "response_schema": {}}
+
+
+@pytest.mark.parametrize("status", ["completed", "failed", "incomplete", "cancelled"])
+def test_every_final_status_ends_with_one_valid_terminal_event(status: str) -> None:
+    events = _complete_stream(status)
+    assert_well_formed(events)
+    assert events[-1]["response"]["status"] == status
+
+
+def test_item_ids_are_derived_so_a_replay_names_the_same_items() -> None:
+    assert _complete_stream() == _complete_stream()
+
+
+def test_a_stream_cannot_end_with_a_message_open() -> None:
+    builder = EventBuilder("resp_x")
+    builder.start(lambda s: _response(builder, s))
+    builder.open_message()
+    with pytest.raises(RuntimeError, match="still open"):
+        builder.finish(_response(builder, "completed"))
+
+
+def test_nothing_follows_the_terminal_event() -> None:
+    builder = EventBuilder("resp_x")
+    builder.start(lambda s: _response(builder, s))
+    builder.finish(_response(builder, "completed"))
+    with pytest.raises(RuntimeError, match="terminal"):
+        builder.message("late")
+
+
+def test_output_before_created_is_refused() -> None:
+    with pytest.raises(RuntimeError, match="created"):
+        EventBuilder("resp_x").message("early")
+
+
+def test_the_terminal_response_must_show_the_streamed_items() -> None:
+    builder = EventBuilder("resp_x")
+    builder.start(lambda s: _response(builder, s))
+    builder.message("shown")
+    with pytest.raises(RuntimeError, match="differs"):
+        builder.finish(response_object(id="resp_x", created_at=1, status="completed",
+                                       model="m", output=[], conversation_id=None))
+
+
+def test_a_queued_start_is_valid() -> None:
+    builder = EventBuilder("resp_q")
+    events = builder.start(lambda s: _response(builder, s), queued=True)
+    assert [e["type"] for e in events] == ["response.created", "response.queued"]
+    for event in events:
+        validate_event(event)
+
+
+def test_a_failed_response_with_its_error_is_a_valid_response() -> None:
+    body = response_object(id="resp_f", created_at=1, status="failed", model="m", output=[],
+                           conversation_id="c", completed_at=2,
+                           error={"code": "server_error", "message": "boom"})
+    assert validate_response(body).error is not None

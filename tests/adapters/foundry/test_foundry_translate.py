@@ -1,0 +1,113 @@
+"""Workflow events as Responses events: agent deltas, outputs, requests, and what is left."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from foundry_schema import assert_well_formed
+
+from checkflow.adapters.foundry._events import EventBuilder
+from checkflow.adapters.foundry._objects import response_object
+from checkflow.adapters.foundry._translate import (
+    RunTranslator,
+    output_text,
+    response_status,
+    run_error,
+)
+from checkflow.agents import (
+    AgentResponse,
+    AgentResponseUpdate,
+    AgentRunUpdateEvent,
+    ChatMessage,
+    TextContent,
+)
+from checkflow.workflows import (
+    OutputEvent,
+    PendingRequest,
+    RequestInfoEvent,
+    RunStatus,
+    SuperstepStartedEvent,
+)
+
+
+@dataclass
+class Ticket:
+    id: int
+    title: str
+
+
+def _update(executor: str, text: str) -> AgentRunUpdateEvent:
+    return AgentRunUpdateEvent(executor, AgentResponseUpdate(contents=(TextContent(text),)))
+
+
+def _run(events: list, pending: dict[str, PendingRequest]) -> list[dict]:
+    builder = EventBuilder("resp_t")
+
+    def body(status: str, output: list) -> dict:
+        return response_object(id="resp_t", created_at=1, status=status, model="m",
+                               output=output, conversation_id="c")
+
+    translator = RunTranslator(builder)
+    out = builder.start(lambda status: body(status, []))
+    for event in events:
+        out += translator.on_event(event)
+    out += translator.finish(pending, lambda output: body("completed", output))
+    assert_well_formed(out)
+    return out
+
+
+def _ask(request_id: str) -> PendingRequest:
+    return PendingRequest(request_id, {"q": request_id}, bool, "reviewer")
+
+
+def test_agent_updates_stream_into_one_message_per_executor_turn() -> None:
+    reply = AgentResponse([ChatMessage("assistant", "Hello")])
+    events = _run([_update("a", "Hel"), _update("a", "lo"), OutputEvent("a", reply),
+                   _update("b", "Bye"), OutputEvent("b", AgentResponse(
+                       [ChatMessage("assistant", "Bye")]))], {})
+    deltas = [e["delta"] for e in events if e["type"] == "response.output_text.delta"]
+    assert deltas == ["Hel", "lo", "Bye"]
+    final = events[-1]["response"]["output"]
+    assert [item["content"][0]["text"] for item in final] == ["Hello", "Bye"]
+
+
+def test_an_agent_reply_that_was_not_streamed_is_one_whole_message() -> None:
+    events = _run([SuperstepStartedEvent(1), OutputEvent("a", AgentResponse(
+        [ChatMessage("assistant", "whole")]))], {})
+    assert [item["content"][0]["text"] for item in events[-1]["response"]["output"]] == [
+        "whole"]
+
+
+def test_a_request_is_asked_once_and_the_rest_of_the_pending_are_listed_at_the_end() -> None:
+    events = _run([OutputEvent("w", "drafted"), RequestInfoEvent(_ask("r1")),
+                   RequestInfoEvent(_ask("r1"))],
+                  {"r0": _ask("r0"), "r1": _ask("r1")})
+    output = events[-1]["response"]["output"]
+    assert [item["type"] for item in output] == ["message", "function_call", "function_call"]
+    assert [item["call_id"] for item in output[1:]] == ["r1", "r0"]
+    assert json.loads(output[2]["arguments"]) == {
+        "request_id": "r0", "data": {"q": "r0"}, "response_schema": {"type": "boolean"}}
+
+
+def test_an_open_agent_message_is_closed_before_a_request() -> None:
+    events = _run([_update("a", "thinking"), RequestInfoEvent(_ask("r1"))], {"r1": _ask("r1")})
+    types = [item["type"] for item in events[-1]["response"]["output"]]
+    assert types == ["message", "function_call"]
+
+
+def test_outputs_show_as_text_or_json() -> None:
+    assert output_text("plain") == "plain"
+    assert output_text(AgentResponse([ChatMessage("assistant", "hi")])) == "hi"
+    assert output_text(Ticket(7, "née")) == '{"id":7,"title":"née"}'
+    assert output_text([1, {"a": None}]) == '[1,{"a":null}]'
+
+
+def test_a_pause_is_completed_and_a_failure_carries_its_error() -> None:
+    assert response_status(RunStatus.AWAITING_RESPONSES) == "completed"
+    assert response_status(RunStatus.IDLE) == "completed"
+    assert response_status(RunStatus.CANCELLED) == "cancelled"
+    assert response_status(RunStatus.FAILED) == "failed"
+    assert run_error("failed", RuntimeError("boom")) == {"code": "server_error",
+                                                         "message": "boom"}
+    assert run_error("completed", None) is None

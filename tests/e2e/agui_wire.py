@@ -1,0 +1,41 @@
+"""AG-UI on the wire, for the tests that speak raw HTTP: SSE parsing and the bad resumes.
+
+Shared by the in-process tests (``tests/adapters/agui``) and the real-server ones here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["RESUME_VIOLATIONS", "parse_sse"]
+
+
+def parse_sse(text: str) -> list[dict[str, Any]]:
+    """The JSON ``data`` of every event in an SSE body (comments and pings skipped)."""
+    events = []
+    for frame in text.split("\n\n"):
+        data = [line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:")]
+        if data:
+            events.append(json.loads("\n".join(data)))
+    return events
+
+
+def _answer(interrupt_id: str, payload: Any = 1, status: str = "resolved") -> dict[str, Any]:
+    return {"interruptId": interrupt_id, "status": status, "payload": payload}
+
+
+RESUME_VIOLATIONS: dict[str, Callable[[str, str], dict[str, Any]]] = {
+    "resume_required": lambda a, b: {
+        "messages": [{"id": "more-1", "role": "user", "content": "more"}]},
+    "resume_incomplete": lambda a, b: {"resume": [_answer(a)]},
+    "unknown_interrupt": lambda a, b: {"resume": [_answer(a), _answer(b), _answer("nope")]},
+    "duplicate_interrupt": lambda a, b: {"resume": [_answer(a), _answer(b), _answer(a, 2)]},
+    "invalid_resume_payload": lambda a, b: {"resume": [_answer(a, "many"), _answer(b)]},
+    "input_with_resume": lambda a, b: {
+        "messages": [{"id": "more-2", "role": "user", "content": "and also"}],
+        "resume": [_answer(a), _answer(b)]},
+}
+"""For a thread with two open interrupts ``a`` and ``b`` (integer answers): the body fields of
+a run breaking the resume contract, by the RUN_ERROR code it must get."""
