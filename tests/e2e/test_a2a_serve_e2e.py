@@ -4,6 +4,7 @@ server processes sharing one file storage."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -112,3 +113,22 @@ async def test_a_paused_task_continues_after_a_restart_and_on_a_second_server(
     async with httpx.AsyncClient() as http:
         seen = (await http.get(f"{second.url}/v1/conversations/ctx-e2e")).json()
     assert seen["outputs"][-2:] == ["published", "echo: after"]
+
+
+async def test_subscribing_to_a_working_task_follows_it_to_the_end(
+        start_server: Any, connect: Any, gates: Any) -> None:
+    server = start_server(TARGET, None, "--adapters", "a2a")
+    request = message("hold:sub", context_id="ctx-sub")
+    request.configuration.return_immediately = True
+    task = await one_task(await connect(server.url), request)
+    await asyncio.to_thread(gates.wait_entered, "sub")
+    client = await connect(server.url, streaming=True)
+    seen: list[a2a_pb2.StreamResponse] = []
+    async for event in client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=task.id)):
+        seen.append(event)
+        if len(seen) == 1:
+            gates.release("sub")  # attached: now let the run finish
+    assert seen[0].task.id == task.id
+    assert [e.artifact_update.artifact.parts[0].text for e in seen
+            if e.HasField("artifact_update")] == ["released"]
+    assert seen[-1].status_update.status.state == a2a_pb2.TASK_STATE_COMPLETED

@@ -15,6 +15,7 @@ SDK's own. This module never converts workflow values itself.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import AsyncGenerator
 
@@ -41,15 +42,23 @@ from checkflow.workflows import (
 __all__ = ["A2ARequestHandler"]
 
 
+def _not_the_event_stream_notice(record: logging.LogRecord) -> bool:
+    # cross-replica *streaming* needs an SDK event stream; we follow remote runs through
+    # Host.subscribe instead, so the SDK's notice about it does not apply here
+    return not str(record.msg).startswith("A VersionedTaskStore was configured without")
+
+
+logging.getLogger("a2a.server.request_handlers.default_request_handler_v2").addFilter(
+    _not_the_event_stream_notice)
+
+
 class A2ARequestHandler(DefaultRequestHandlerV2):
     """``DefaultRequestHandlerV2`` on our executor, gate and durable store."""
 
     def __init__(self, host: Host, store: A2ATaskStore, card: a2a_pb2.AgentCard, *,
                  gate: RunGate, executor: HostExecutor, idle_task_timeout: float) -> None:
         with warnings.catch_warnings():
-            # cross-replica *streaming* needs an SDK event stream; we follow remote runs
-            # through Host.subscribe instead, so the SDK's warning does not apply
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("ignore")  # the same notice, as a warning
             super().__init__(agent_executor=executor, task_store=store, agent_card=card,
                              request_context_builder=gate,
                              interrupted_task_timeout=idle_task_timeout)

@@ -114,16 +114,17 @@ async def test_cancelling_a_working_task_stops_its_run(
 
     monkeypatch.setattr(host, "cancel", cancel)
     client = await connect()
-    running = asyncio.create_task(send(client, user_message("hold", context_id="cancel-2")))
+    task = await send_task(client, user_message("hold", context_id="cancel-2"),
+                           return_immediately=True)
     await asyncio.wait_for(gate.entered.wait(), 10)
-    (task,) = (await client.list_tasks(a2a_pb2.ListTasksRequest(context_id="cancel-2"))).tasks
-    assert task.status.state == a2a_pb2.TASK_STATE_WORKING
+    (listed,) = (await client.list_tasks(a2a_pb2.ListTasksRequest(context_id="cancel-2"))).tasks
+    assert listed.id == task.id and listed.status.state in (a2a_pb2.TASK_STATE_SUBMITTED,
+                                                           a2a_pb2.TASK_STATE_WORKING)
     cancelling = asyncio.create_task(client.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id)))
     await asyncio.wait_for(asked.wait(), 10)
     gate.release.set()
     canceled = await asyncio.wait_for(cancelling, 10)
     assert canceled.status.state == CANCELED
-    await asyncio.wait_for(asyncio.gather(running, return_exceptions=True), 10)
     final = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
     assert final.status.state == CANCELED and not final.artifacts  # "released" never came
     with pytest.raises(TaskNotCancelableError):
@@ -146,29 +147,6 @@ async def test_subscribing_to_a_terminal_or_unknown_task_is_refused(
         _ = [e async for e in client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=done.id))]
     with pytest.raises(TaskNotFoundError):
         _ = [e async for e in client.subscribe(a2a_pb2.SubscribeToTaskRequest(id="nope"))]
-
-
-async def test_subscribing_to_a_working_task_follows_it_to_the_end(
-        connect: ClientMaker, gate: Gate) -> None:
-    client = await connect(streaming=True)
-    running = asyncio.create_task(send(await connect(), user_message("hold",
-                                                                    context_id="sub-1")))
-    await asyncio.wait_for(gate.entered.wait(), 10)
-    (task,) = (await client.list_tasks(a2a_pb2.ListTasksRequest(context_id="sub-1"))).tasks
-    seen: list[a2a_pb2.StreamResponse] = []
-
-    async def follow() -> None:
-        async for event in client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=task.id)):
-            seen.append(event)
-            if event.HasField("task"):
-                gate.release.set()  # attached: now let the run finish
-
-    await asyncio.wait_for(follow(), 10)
-    await asyncio.wait_for(running, 10)
-    assert seen[0].task.id == task.id
-    assert [e.artifact_update.artifact.parts[0].text for e in seen
-            if e.HasField("artifact_update")] == ["released"]
-    assert seen[-1].status_update.status.state == COMPLETED
 
 
 async def test_cancel_and_get_of_an_unknown_task_are_task_not_found(
