@@ -81,11 +81,11 @@ class RunEvents:
         self.context_id = context_id
         self._prefix = f"{task_id}-r{run_index}-"
 
-    def status(self, state: a2a_pb2.TaskState.ValueType, *,
+    def status(self, state: int, *,
                message: a2a_pb2.Message | None = None,
                metadata: Mapping[str, Any] | None = None) -> a2a_pb2.TaskStatusUpdateEvent:
         """A status update (stamped now)."""
-        status = a2a_pb2.TaskStatus(state=state, timestamp=_now())
+        status = a2a_pb2.TaskStatus(state=state, timestamp=_now())  # type: ignore[arg-type]
         if message is not None:
             status.message.CopyFrom(message)
         event = a2a_pb2.TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id,
@@ -126,7 +126,7 @@ class RunEvents:
             return self.status(a2a_pb2.TASK_STATE_INPUT_REQUIRED,
                                message=self.agent_message(text, {"pending_requests": views}),
                                metadata=meta)
-        done_meta = {META_KEY: {"conversation_id": self.context_id,
+        done_meta: dict[str, Any] = {META_KEY: {"conversation_id": self.context_id,
                                 "pending_request_ids": [], "resume_token": None}}
         if status is RunStatus.FAILED:
             rejected = _rejection(error)

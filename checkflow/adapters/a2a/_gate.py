@@ -67,7 +67,7 @@ def check_context_id(context_id: str) -> None:
 
 
 def _state_name(task: a2a_pb2.Task) -> str:
-    return a2a_pb2.TaskState.Name(task.status.state)
+    return str(a2a_pb2.TaskState.Name(task.status.state))
 
 
 def responses_for(task: a2a_pb2.Task, message: a2a_pb2.Message) -> dict[str, Any]:

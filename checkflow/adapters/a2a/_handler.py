@@ -76,7 +76,9 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         attempts: list[tuple[str, object]] = []
         token = ATTEMPTS.set(attempts)  # type: ignore[arg-type]
         try:
-            return await super().on_message_send(params, context)
+            reply: a2a_pb2.Message | a2a_pb2.Task = await super().on_message_send(params,
+                                                                                 context)
+            return reply
         finally:
             ATTEMPTS.reset(token)
             await self._close_unexecuted(attempts)
@@ -161,6 +163,6 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
                 message=f"task {params.id} is "
                         f"{a2a_pb2.TaskState.Name(stored.task.status.state)} and cannot be "
                         f"canceled")
-        task = await super().on_cancel_task(params, context)
+        task: a2a_pb2.Task | None = await super().on_cancel_task(params, context)
         await self._host.cancel(stored.task.context_id, principal=principal_of(context))
         return task
