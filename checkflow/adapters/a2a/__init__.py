@@ -19,11 +19,13 @@ sharing the storage serves the same tasks. The mapping (docs/adapters/a2a.md has
   input-required task: its data part maps request ids to values (with one request pending,
   any single value answers it) -> ``host.run(responses=..., resume_token=...)``.
 - Outputs become artifacts (``str`` text, ``bytes`` file, ``Artifact`` as given, else data);
-  a first-call run whose only output is an ``A2AMessage`` is answered with that message.
+  when the start takes ``A2AMessage``, a first-call run whose only output is an
+  ``A2AMessage`` is answered with that message.
   A run that pauses ends ``INPUT_REQUIRED`` with the requests in the status message's data
   part and ``metadata.checkflow.resume_token``; ``TaskRejected`` ends ``REJECTED``, any other
   failure ``FAILED``.
-- ``CancelTask`` cancels through ``Host.cancel``; the conversation keeps its last good head.
+- ``CancelTask`` cancels through ``Host.cancel``; the conversation keeps its last good head
+  (a cancelled input-required task's requests stay pending there for the next task).
 - Busy conversations and lost races are refused at once (-32004), never queued. The SDK's
   0.3 compatibility is off: a request without ``A2A-Version`` is 0.3 and gets -32009.
 """

@@ -139,6 +139,7 @@ def _with_base_url(endpoint: Any, public_url: str | None) -> Any:
     return card
 
 
-def default_adapter() -> A2AAdapter:
-    """The adapter ``serve --adapters a2a`` mounts: the card derived from the workflow."""
-    return A2AAdapter()
+def default_adapter(*, public_url: str | None = None) -> A2AAdapter:
+    """The adapter ``serve --adapters a2a`` mounts: the card derived from the workflow, its
+    interface URLs from ``public_url`` (``serve --public-url``) or else from each request."""
+    return A2AAdapter(public_url=public_url)

@@ -35,10 +35,6 @@ def _now() -> Any:
     return status.timestamp
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, AgentResponse):
-        return value.text
-    return jsonable(value)
 
 
 def _rejection(error: BaseException | None) -> TaskRejected | None:
@@ -104,9 +100,11 @@ class RunEvents:
 
     def output(self, value: Any, sequence: int) -> a2a_pb2.TaskArtifactUpdateEvent:
         """The artifact update for one output (its id is stable for one run and sequence)."""
+        if isinstance(value, AgentResponse):  # an agent's reply: its text
+            value = value.text
         artifact, append, last = artifact_for_output(
             value, default_id=f"{self._prefix}{sequence}", id_prefix=self._prefix,
-            to_json=_json)
+            to_json=jsonable)
         return a2a_pb2.TaskArtifactUpdateEvent(
             task_id=self.task_id, context_id=self.context_id, artifact=artifact,
             append=append, last_chunk=last)

@@ -18,7 +18,8 @@ from conftest import BASE, ClientMaker, make_app, send, send_task, user_message
 
 from checkflow.adapters.a2a import A2AAdapter
 from checkflow.adapters.a2a._parts import proto_value, python_value
-from checkflow.hosting import WorkflowHost, create_app
+from checkflow.agents import ScriptedAgent
+from checkflow.hosting import AgentHost, WorkflowHost, create_app
 
 COMPLETED = a2a_pb2.TASK_STATE_COMPLETED
 
@@ -49,6 +50,19 @@ async def test_the_card_names_the_public_url_and_a_given_card_overrides_the_work
     assert [i["url"] for i in card["supportedInterfaces"]] == [
         "https://agents.example.com/a2a", "https://agents.example.com/a2a/rest"]
     assert card["capabilities"]["streaming"] is True
+
+
+async def test_a_card_file_overrides_the_workflow(host: WorkflowHost, tmp_path: Any) -> None:
+    path = tmp_path / "card.json"
+    path.write_text('{"name": "From a file", "description": "filed", "version": "3",'
+                    ' "skills": [{"id": "s", "name": "S", "description": "d", "tags": []}]}')
+    app = make_app(host, agent_card=path)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE,
+                                 headers={"authorization": "Bearer alice"}) as http:
+        card = (await http.get("/.well-known/agent-card.json")).json()
+    assert (card["name"], [s["id"] for s in card["skills"]]) == ("From a file", ["s"])
+    assert [i["url"] for i in card["supportedInterfaces"]] == [f"{BASE}/a2a",
+                                                               f"{BASE}/a2a/rest"]
 
 
 def test_a_card_file_that_is_not_a_card_is_refused_naming_it(tmp_path: Any) -> None:
@@ -167,3 +181,15 @@ async def test_a_start_declaring_a2a_message_gets_the_whole_message(
                                                            None, {}),
         ("file", None, None, 3, None, {}), ("file", None, None, None,
                                              "https://example.com/x.png", {})]
+
+
+async def test_an_agent_host_is_served_too_its_reply_a_text_artifact(
+        connect: ClientMaker) -> None:
+    app = create_app(AgentHost(ScriptedAgent("greeter", ["hello", "again"])),
+                     adapters=[A2AAdapter()])
+    client = await connect(target=app)
+    first = await send_task(client, user_message("hi", context_id="agent-ctx"))
+    second = await send_task(client, user_message("more", context_id="agent-ctx"))
+    assert [first.status.state, second.status.state] == [COMPLETED, COMPLETED]
+    assert [p.text for a in [*first.artifacts, *second.artifacts] for p in a.parts] == [
+        "hello", "again"]
