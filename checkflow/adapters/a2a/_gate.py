@@ -28,7 +28,6 @@ from a2a.types import a2a_pb2
 from a2a.utils.errors import (
     InvalidParamsError,
     InvalidRequestError,
-    TaskNotFoundError,
     UnsupportedOperationError,
 )
 
@@ -121,10 +120,7 @@ class RunGate(RequestContextBuilder):
 
     async def _continue(self, task_id: str, message: a2a_pb2.Message,
                         context: ServerCallContext) -> tuple[str, PreparedRun]:
-        stored = await self._store.get(task_id, context)
-        if stored is None:
-            raise TaskNotFoundError(message=f"task {task_id!r} not found")
-        current = stored.task
+        current = (await self._store.require(task_id, context)).task
         if current.status.state in TERMINAL:
             raise UnsupportedOperationError(
                 message=f"task {task_id} is {_state_name(current)} and takes no more "

@@ -23,7 +23,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.types import a2a_pb2
-from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import TaskNotCancelableError, UnsupportedOperationError
 
 from checkflow.adapters.a2a._events import RunEvents, run_index_of
 from checkflow.adapters.a2a._executor import HostExecutor
@@ -105,10 +105,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
                                    context: ServerCallContext
                                    ) -> AsyncGenerator[Event, None]:
         """Re-attach to a task: its state now, then its run's events until it stops."""
-        stored = await self._store.get(params.id, context)
-        if stored is None:
-            raise TaskNotFoundError(message=f"task {params.id!r} not found")
-        task = stored.task
+        task = (await self._store.require(params.id, context)).task
         if task.status.state in TERMINAL:
             raise UnsupportedOperationError(
                 message=f"task {task.id} is {a2a_pb2.TaskState.Name(task.status.state)}: "
@@ -155,9 +152,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
     async def on_cancel_task(self, params: a2a_pb2.CancelTaskRequest,
                              context: ServerCallContext) -> a2a_pb2.Task | None:
         """Cancel a working or input-required task through the host; -32002 otherwise."""
-        stored = await self._store.get(params.id, context)
-        if stored is None:
-            raise TaskNotFoundError(message=f"task {params.id!r} not found")
+        stored = await self._store.require(params.id, context)
         if stored.task.status.state in TERMINAL:
             raise TaskNotCancelableError(
                 message=f"task {params.id} is "

@@ -26,7 +26,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.types import a2a_pb2
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
-from a2a.utils.errors import InvalidParamsError
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from google.protobuf import json_format
 
 from checkflow.errors import SessionConflictError
@@ -119,6 +119,13 @@ class A2ATaskStore(VersionedTaskStore):
         if record is None:
             return None
         return StoredTask(_decode(record.value), _RecordVersion(record.version))
+
+    async def require(self, task_id: str, context: ServerCallContext) -> StoredTask:
+        """The task, or ``TaskNotFoundError`` (-32001) naming it."""
+        stored = await self.get(task_id, context)
+        if stored is None:
+            raise TaskNotFoundError(message=f"task {task_id!r} not found")
+        return stored
 
     async def save(self, task: a2a_pb2.Task, *, event: Event | None, prev: a2a_pb2.Task | None,
                    prev_version: TaskVersion, context: ServerCallContext) -> TaskVersion:
