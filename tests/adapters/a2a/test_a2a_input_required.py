@@ -195,3 +195,25 @@ async def test_a_task_answered_through_the_native_api_no_longer_blocks_its_conte
         await send(client, answer(paused, False))
     assert (await send_task(client, user_message("hello", context_id="native-2"))
             ).status.state == COMPLETED
+
+
+async def test_a_task_id_of_another_context_is_refused_and_the_task_kept(
+        connect: ClientMaker) -> None:
+    client = await connect()
+    paused = await send_task(client, user_message("ask", context_id="ctx-own"))
+    wrong = answer(paused, True)
+    wrong.context_id = "ctx-other"
+    with pytest.raises(InvalidParamsError, match="does not match"):
+        await send(client, wrong)
+    still = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
+    assert still.status.state == INPUT_REQUIRED and still.context_id == "ctx-own"
+
+
+async def test_a_streamed_pause_ends_the_stream_at_input_required(
+        connect: ClientMaker) -> None:
+    events = await send(await connect(streaming=True), user_message("ask"))
+    assert [e.WhichOneof("payload") for e in events] == ["task", "status_update",
+                                                         "status_update"]
+    assert events[-1].status_update.status.state == INPUT_REQUIRED
+    assert pending_of(a2a_pb2.Task(status=events[-1].status_update.status))[0]["data"] == {
+        "question": "publish?"}
