@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
                             "routes and /readiness, x-agent-user-id as the principal when "
                             "there is no --authenticate, x-agent-session-id as the "
                             "conversation of a new response")
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the base URL clients reach this server at (the A2A agent card's "
+                            "interface URLs; default: taken from each request's Host)")
     serve.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
     serve.add_argument("--adapters", default="native",
                        help="comma-separated: native, adapter names or MODULE:ATTR")
@@ -191,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 int(os.environ.get("PORT", "8088")) if foundry else 8000)
             asyncio.run(serve(args.target, host=host, port=port, storage=args.storage,
                               adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
-                              authenticate=args.authenticate, foundry=foundry))
+                              authenticate=args.authenticate, foundry=foundry,
+                              public_url=args.public_url))
             return 0
         return asyncio.run(_checkpoints(args))
     except (CheckflowError, ValueError, ImportError) as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import os
 import socket
 import sys
@@ -40,9 +41,11 @@ def load_object(spec: str) -> Any:
     return obj
 
 
-def _adapters(names: Sequence[str]) -> list[Adapter]:
+def _adapters(names: Sequence[str], *, public_url: str | None = None) -> list[Adapter]:
     """Adapters by name: ``native`` (always mounted), ``checkflow.adapters.<name>``'s
-    ``default_adapter()``, or a ``MODULE:ATTR`` naming an adapter or a factory of one."""
+    ``default_adapter()``, or a ``MODULE:ATTR`` naming an adapter or a factory of one.
+
+    A factory that takes ``public_url`` (the A2A card's interface URLs) is given it."""
     found: list[Adapter] = []
     for name in names:
         if name == "native":
@@ -60,7 +63,12 @@ def _adapters(names: Sequence[str]) -> list[Adapter]:
             obj = module.default_adapter
         # a class has a ``routes`` attribute too: only an instance is an adapter as it is
         is_adapter = isinstance(obj, Adapter) and not isinstance(obj, type)
-        found.append(obj if is_adapter else obj())
+        if is_adapter:
+            found.append(obj)
+        elif public_url is not None and "public_url" in inspect.signature(obj).parameters:
+            found.append(obj(public_url=public_url))
+        else:
+            found.append(obj())
     return found
 
 
@@ -86,11 +94,12 @@ async def serve(
     adapters: Sequence[str] = ("native",),
     authenticate: str | None = None,
     foundry: bool = False,
+    public_url: str | None = None,
 ) -> None:
     """Serve ``target`` until interrupted; prints the URL and a curl line to try first."""
     obj = load_object(target)
     auth = load_object(authenticate) if authenticate else None
-    adapter_objects = _adapters(adapters)
+    adapter_objects = _adapters(adapters, public_url=public_url)
     if foundry:  # the container contract: the Foundry adapter in container mode, once
         from checkflow.adapters.foundry import FoundryAdapter
 
