@@ -48,7 +48,8 @@ async def test_counters_and_histograms_after_a_pause_a_resume_and_a_failure(
     assert sum(commits.values()) == len(commit_spans)
     durations = found["checkflow.checkpoint.commit.duration"]
     assert sum(p.count for p in durations) == len(commit_spans)
-    sizes = {p.attributes["checkpoint.storage"]: p for p in found["checkflow.checkpoint.commit.size"]}
+    sizes = {p.attributes["checkpoint.storage"]: p
+             for p in found["checkflow.checkpoint.commit.size"]}
     memory = [c for c in commit_spans
               if c.attributes["checkpoint.storage"] == "InMemoryCheckpointStorage"]
     assert sizes["InMemoryCheckpointStorage"].sum == sum(
