@@ -8,7 +8,9 @@ status ERROR and ``error.type``; a cancelled run is not an error. A run of a che
 before by this interceptor links to that checkpoint's earlier runs, and every run carries
 ``checkpoint.id`` and ``snapshot.start_head_id`` (the previous run's ``snapshot.head_id``),
 which tie runs together across processes. This module must never touch a checkpoint or read
-state: it sees only the ``*Info`` records and the committed snapshot's byte size.
+state: it sees only the ``*Info`` records and the committed snapshot's byte size. When the
+run's span is not recording (no SDK configured, or the trace sampled out) the hooks below it
+open no spans at all, and only the metrics are recorded.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class _RunScope:
     storage: str = _UNATTACHED
     head: str | None = None
     supersteps: int = 0
+    recording: bool = True  # False: the run's span is not recorded (no SDK, or sampled out)
 
 
 _SCOPE: ContextVar[_RunScope | None] = ContextVar("checkflow_telemetry_run", default=None)
@@ -141,7 +144,9 @@ class OpenTelemetryInterceptor(Interceptor):
         status = "failed"
         try:
             with self._span(n.RUN_SPAN, attributes, links) as span:
-                self._remember(info.checkpoint_id, span.get_span_context())
+                scope.recording = span.is_recording()
+                if scope.recording:
+                    self._remember(info.checkpoint_id, span.get_span_context())
                 try:
                     result = await call_next()
                     status = result.status.value
@@ -167,6 +172,9 @@ class OpenTelemetryInterceptor(Interceptor):
             scope.supersteps += 1
         started = time.perf_counter()
         try:
+            if scope is not None and not scope.recording:
+                await call_next()  # nothing records the spans below: skip building them
+                return
             with self._span(n.SUPERSTEP_SPAN, {
                     n.WORKFLOW_NAME: info.workflow_name, n.CHECKPOINT_ID: info.checkpoint_id,
                     n.SUPERSTEP: info.superstep,
@@ -178,6 +186,10 @@ class OpenTelemetryInterceptor(Interceptor):
                                           time.perf_counter() - started)
 
     async def executor(self, info: ExecutorInfo, call_next: CallNext[None]) -> None:
+        scope = _SCOPE.get()
+        if scope is not None and not scope.recording:
+            await call_next()
+            return
         attributes: dict[str, object] = {
             n.WORKFLOW_NAME: info.workflow_name, n.CHECKPOINT_ID: info.checkpoint_id,
             n.SUPERSTEP: info.superstep, n.EXECUTOR_ID: info.executor_id,
@@ -196,6 +208,12 @@ class OpenTelemetryInterceptor(Interceptor):
         if scope is not None:
             scope.storage = storage
         started = time.perf_counter()
+        if scope is not None and not scope.recording:
+            snapshot = await call_next()
+            scope.head = snapshot.snapshot_id
+            self._metrics.committed(info.workflow_name, storage, time.perf_counter() - started,
+                                    encoded_size(snapshot))
+            return snapshot
         with self._span(n.COMMIT_SPAN, {
                 n.WORKFLOW_NAME: info.workflow_name, n.CHECKPOINT_ID: info.checkpoint_id,
                 n.SNAPSHOT_PARENT_ID: info.parent_snapshot_id or "",

@@ -63,3 +63,28 @@ async def test_counters_and_histograms_after_a_pause_a_resume_and_a_failure(
                 {"run.status"} if name == "checkflow.workflow.runs" else set())
             assert set(point.attributes) == allowed, (name, point.attributes)
             assert point.attributes["workflow.name"] == "approval"
+
+
+async def test_without_a_recording_span_no_spans_are_made_and_metrics_still_count(
+    reader: InMemoryMetricReader,
+) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    dropped = InMemorySpanExporter()
+    sampled_out = TracerProvider(sampler=ALWAYS_OFF)
+    sampled_out.add_span_processor(SimpleSpanProcessor(dropped))
+    interceptor = OpenTelemetryInterceptor(sampled_out, MeterProvider(metric_readers=[reader]))
+    workflow = approval()
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=InMemoryCheckpointStorage())
+    paused = await workflow.run("tea", checkpoint=checkpoint, interceptors=[interceptor])
+    await workflow.run(None, checkpoint=checkpoint, responses=dict.fromkeys(
+        paused.pending_requests, True), interceptors=[interceptor])
+    assert dropped.get_finished_spans() == ()
+    found = points(reader)
+    assert sorted(p.attributes["run.status"] for p in found["checkflow.workflow.runs"]) == [
+        "awaiting_responses", "idle"]
+    assert sum(p.value for p in found["checkflow.checkpoint.commits"]) == 5
+    assert sum(p.count for p in found["checkflow.workflow.superstep.duration"]) == 3
