@@ -190,8 +190,12 @@ class WorkflowHost(HostBase):
         if message is not None:
             message = await self.convert_message(message)
         key = ConversationKey(principal, conversation_id)
-        running_conversation.set(conversation_id)  # for interceptors (telemetry) of this run
-        lease = await self._leases.acquire(key)
+        token = running_conversation.set(conversation_id)  # for this run's interceptors
+        try:
+            lease = await self._leases.acquire(key)
+        except BaseException:
+            running_conversation.reset(token)
+            raise
         try:
             prepared = await self._prepare(workflow, key, lease, from_snapshot, resume_token)
             if prepared.checkpoint.head_snapshot_id is None and message is None:
@@ -204,12 +208,16 @@ class WorkflowHost(HostBase):
                 responses=None if responses is None else dict(responses),
                 interceptors=self.interceptors)
         except BaseException:
+            running_conversation.reset(token)
             await shielded(lease.release(discard=True))  # refused: nothing was committed
             raise
         hosted = HostedRunStream(self, key, prepared, inner)
         if stream:
-            return hosted
-        return await shielded(hosted.get_result())
+            return hosted  # the caller's context keeps the conversation while it streams
+        try:
+            return await shielded(hosted.get_result())
+        finally:
+            running_conversation.reset(token)
 
     def _check_limits(self, checkpoint: Checkpoint, conversation_id: str, new_input: bool
                       ) -> None:
