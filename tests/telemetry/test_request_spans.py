@@ -185,3 +185,17 @@ async def test_instrument_app_adds_the_middleware_to_a_built_app(
     run_under(spans, span)
 
 
+
+
+async def test_a_streamed_run_is_inside_its_request_span(
+    url: str, exporter: InMemorySpanExporter
+) -> None:
+    client = Client()
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        response = await http.post("/v1/conversations/s-1/runs?stream=true",
+                                   json={"message": "tea"}, headers=client.headers())
+        assert response.status_code == 200 and "event: result" in response.text
+    spans = await finished(exporter, 1)
+    span = request_span(spans, client, 0)
+    assert span.attributes["gen_ai.conversation.id"] == "s-1"
+    assert run_under(spans, span).attributes["run.status"] == "awaiting_responses"
