@@ -3,6 +3,7 @@ with a ``traceparent``, parents the request span, and the run is its child."""
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import AsyncIterator
 
@@ -21,10 +22,11 @@ from starlette.middleware import Middleware
 from telemetry_flows import approval
 from test_request_spans import Client, authenticate, finished, request_span
 
-from checkflow.adapters.a2a import A2AAdapter
 from checkflow.hosting import WorkflowHost, create_app
 from checkflow.telemetry import OpenTelemetryInterceptor, TracingMiddleware
 from tests.hosting.served import served
+
+A2AAdapter = importlib.import_module("checkflow.adapters.a2a").A2AAdapter
 
 
 @pytest.fixture
