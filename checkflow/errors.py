@@ -344,10 +344,13 @@ class HostingError(CheckflowError):
 class ConversationBusyError(HostingError):
     """The conversation already has a run in progress (HTTP 409 with ``Retry-After``)."""
 
-    def __init__(self, conversation_id: str, *, retry_after: float = 1.0) -> None:
-        super().__init__(f"conversation {conversation_id!r} is busy with another run")
+    def __init__(self, conversation_id: str, *, retry_after: float = 1.0,
+                 owner: str | None = None) -> None:
+        held = f" (leased by {owner})" if owner else ""
+        super().__init__(f"conversation {conversation_id!r} is busy with another run{held}")
         self.conversation_id = conversation_id
         self.retry_after = retry_after
+        self.owner = owner
 
 
 class ConversationNotFoundError(HostingError, LookupError):
