@@ -37,8 +37,11 @@ pytest: $(STAMP)
 
 test: $(STAMP) emulator agui-client lint pytest
 
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
 serve: $(STAMP)
-	$(BIN)/python -m checkflow serve samples.approval:workflow
+	$(BIN)/python -m checkflow serve samples.approval:workflow --host $(HOST) --port $(PORT)
 
 # Every benchmark. bench/engine.py also times its peer frameworks when the separate
 # .venv-bench exists (see bench/requirements-peers.txt) and skips them with a note otherwise;

@@ -7,6 +7,7 @@ command's implementation only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import os
@@ -18,7 +19,11 @@ from typing import Any
 import uvicorn
 
 from checkflow.agents import Agent
-from checkflow.cli._connections import bounded_protocol
+from checkflow.cli._connections import (
+    bounded_protocol,
+    quiet_accept_errors,
+    within_descriptor_limit,
+)
 from checkflow.cli._serve_options import ServeOptions
 from checkflow.cli._storage_url import open_storage
 from checkflow.hosting import Adapter, AgentHost, Host, WorkflowHost, create_app
@@ -103,6 +108,8 @@ async def serve(target: str, options: ServeOptions) -> None:
         except TypeError as exc:
             raise ValueError(f"{target}: {exc}") from exc
         app = create_app(hosted, adapters=adapter_objects, authenticate=auth)
+        options = within_descriptor_limit(options)
+        quiet_accept_errors(asyncio.get_running_loop())
         server = uvicorn.Server(server_config(app, options))
         with _listening(options.host, options.port) as sock:
             shown = f"[{options.host}]" if ":" in options.host else options.host
