@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import os
 import tempfile
@@ -68,8 +67,16 @@ def exclusive_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created if missing, never deleted).
 
     Blocks the calling thread until the lock is free: call it from a worker thread.
-    The lock file is permanent so that two processes always lock the same inode.
+    The lock file is permanent so that two processes always lock the same inode. Needs
+    ``fcntl`` (POSIX): elsewhere it raises ``NotImplementedError`` naming the stores to use
+    instead, and ``import checkflow`` itself never needs it.
     """
+    try:
+        import fcntl
+    except ImportError:
+        raise NotImplementedError(
+            "the file stores need fcntl (Linux, macOS and other POSIX systems); on this "
+            "platform use the memory: or cosmos: storage") from None
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
