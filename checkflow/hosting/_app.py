@@ -15,8 +15,8 @@ import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-import msgspec
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -37,32 +37,18 @@ from checkflow.hosting._http import (
 )
 from checkflow.hosting._inspect import snapshot_detail
 from checkflow.hosting._mounts import PrefixMount, check_prefixes, check_routes_within
+from checkflow.hosting._native_pages import conversation_page, page_params, snapshot_page
+from checkflow.hosting._openapi import AgentRunRequest, RunRequest, openapi_document
 from checkflow.hosting._protocol import Host
-from checkflow.hosting._results import ResumeToken
 from checkflow.hosting._runs import HostedRun
 from checkflow.hosting._sse import ServerSentEvent, sse_response
-from checkflow.hosting._views import event_view, jsonable, run_view, snapshot_summary
+from checkflow.hosting._views import event_view, jsonable, run_view
 
 __all__ = ["build_app"]
 
-_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-NATIVE_PREFIXES = ("/v1", "/healthz", "/readyz")
+_OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
+NATIVE_PREFIXES = ("/v1", "/healthz", "/readyz", "/openapi.json")
 """The paths the native API owns; no adapter may mount under them."""
-
-
-class RunRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of ``POST /v1/conversations/{id}/runs``."""
-
-    message: Any = None
-    responses: dict[str, Any] | None = None
-    from_snapshot: str | None = None
-    resume_token: ResumeToken | None = None
-
-
-class AgentRunRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of an agent run: a text message (or a list of texts)."""
-
-    message: str | list[str]
 
 
 class _PrincipalMiddleware:
@@ -88,7 +74,22 @@ class _PrincipalMiddleware:
 
 
 _NATIVE_PREFIX = "/v1/conversations/"
-_BASE = _NATIVE_PREFIX + "{conversation_id:path}"
+class _SegmentConvertor(Convertor[str]):
+    """One path segment, possibly empty (so an empty id is refused by name, not a 404)."""
+
+    regex = "[^/]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("checkflow_segment", _SegmentConvertor())
+# One segment: an id's own "/" arrives encoded (%2F), so ``GET .../e1/runs`` is a 405 of the
+# runs route, never conversation "e1/runs".
+_BASE = _NATIVE_PREFIX + "{conversation_id:checkflow_segment}"
 
 
 class _EncodedNativePaths:
@@ -149,10 +150,15 @@ def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
         return json_response(run_view(state))
 
     async def list_snapshots(request: Request) -> Response:
+        limit, cursor = page_params(request.query_params)
         checkpoint, token = await host.get_checkpoint(
             _conversation_id(request), principal=request_principal(request))
-        snapshots = [snapshot_summary(s, token.snapshot_id) for s in checkpoint.snapshots]
-        return json_response({"snapshots": snapshots})
+        return json_response(snapshot_page(checkpoint, token, limit, cursor))
+
+    async def list_conversations(request: Request) -> Response:
+        limit, cursor = page_params(request.query_params)
+        return json_response(await conversation_page(
+            host, request_principal(request), limit, cursor))
 
     async def get_snapshot(request: Request) -> Response:
         checkpoint, token = await host.get_checkpoint(
@@ -165,6 +171,7 @@ def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
         Route(_BASE + "/snapshots/{snapshot_id}", get_snapshot, methods=["GET"]),
         Route(_BASE + "/snapshots", list_snapshots, methods=["GET"]),
         Route(_BASE, get_conversation, methods=["GET"]),
+        Route("/v1/conversations", list_conversations, methods=["GET"]),
     ]
 
 
@@ -183,11 +190,30 @@ def _conversation_routes(
         return json_response({"conversation_id": _conversation_id(request),
                               "cancelled": cancelled})
 
+    async def events(request: Request) -> Response:
+        after_text = request.query_params.get("after")
+        try:
+            after = None if after_text is None else int(after_text)
+        except ValueError:
+            raise HttpError(400, "invalid_request",
+                            f"after must be an event sequence number, not {after_text!r}"
+                            ) from None
+        followed = host.subscribe(_conversation_id(request),
+                                  principal=request_principal(request), after=after)
+        return sse_response(_followed(followed))
+
     return [
         Route(_BASE + "/runs", run, methods=["POST"]),
         Route(_BASE + "/cancel", cancel, methods=["POST"]),
+        Route(_BASE + "/events", events, methods=["GET"]),
         Route(_BASE, delete_conversation, methods=["DELETE"]),
     ]
+
+
+async def _followed(events: AsyncIterator[Any]) -> AsyncIterator[ServerSentEvent]:
+    """A subscription as server-sent events (``id`` = the run's sequence)."""
+    async for event in events:
+        yield ServerSentEvent(event_view(event), event=type(event).__name__, id=event.sequence)
 
 
 async def _sse(stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
@@ -216,6 +242,16 @@ def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
         })
 
     return _conversation_routes(host, run)
+
+
+def _openapi_route(host: Host) -> Route:
+    async def openapi(request: Request) -> Response:
+        description = await host.describe()
+        agent = isinstance(host, AgentHost)
+        return json_response(openapi_document("agent" if agent else "workflow",
+                                              description.name))
+
+    return Route("/openapi.json", openapi, methods=["GET"])
 
 
 def _health_routes(host: Host) -> list[BaseRoute]:
@@ -283,7 +319,7 @@ def build_app(
     max_body_bytes: int,
 ) -> Starlette:
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
-    routes = _health_routes(host)
+    routes = [*_health_routes(host), _openapi_route(host)]
     routes.extend(_adapter_mounts(host, adapters, max_body_bytes))
     if isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
