@@ -179,7 +179,7 @@ async def test_events_after_n_replays_the_running_turn_then_follows_it(
     events = frames(text)
     ids = [i for _, i, _ in events]
     assert ids == sorted(ids) and ids[0] == 2  # after=1: from sequence 2 on, in order
-    assert [d for name, _, d in events if name == "OutputEvent"][0]["data"] == "HOLD"
+    assert next(d for name, _, d in events if name == "OutputEvent")["data"] == "HOLD"
     async with client_for(create_app(host)) as client:  # no turn running: empty at once
         idle = await client.get("/v1/conversations/c/events")
         assert idle.status_code == 200 and frames(idle.text) == []
