@@ -268,9 +268,12 @@ class GraphSignatureMismatchError(WorkflowError):
 class InvalidResponseError(WorkflowError, ValueError):
     """A response names an unknown request id or does not fit the request's response type."""
 
-    def __init__(self, message: str, *, request_id: str = "") -> None:
+    def __init__(self, message: str, *, request_id: str = "", field: str | None = None,
+                 reason: str | None = None) -> None:
         super().__init__(message)
         self.request_id = request_id
+        self.field = field  # the JSON path that did not fit (``$.quantity``), when known
+        self.reason = reason
 
 
 class InterceptorError(WorkflowError):
@@ -367,9 +370,12 @@ class InvalidMessageError(HostingError, ValueError):
     ``accepted_types`` names the types tried, most specific first.
     """
 
-    def __init__(self, message: str, *, accepted_types: list[str] | None = None) -> None:
+    def __init__(self, message: str, *, accepted_types: list[str] | None = None,
+                 field: str | None = None, reason: str | None = None) -> None:
         super().__init__(message)
         self.accepted_types = list(accepted_types or [])
+        self.field = field  # where the closest type did not fit (``$.quantity``), when known
+        self.reason = reason
 
 
 class StaleResumeTokenError(HostingError):

@@ -188,14 +188,21 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
         limits = {"limit": exc.limit, "maximum": exc.maximum, "actual": exc.actual}
         return 409, f"{exc.limit}_limit", limits, {}
     if isinstance(exc, InvalidMessageError):
-        return 422, "invalid_message", {"accepted_types": exc.accepted_types}, {}
+        return 422, "invalid_message", {"accepted_types": exc.accepted_types,
+                                        **_where(exc.field, exc.reason)}, {}
     storage = _storage_fault(exc)
     if storage is not None:
         _log.warning("storage fault while serving a request: %s: %s", type(exc).__name__, exc)
         return 503, storage[0], storage[1], {"Retry-After": "1"}
     if isinstance(exc, InvalidResponseError):
-        return 422, "invalid_response", {"request_id": exc.request_id}, {}
+        return 422, "invalid_response", {"request_id": exc.request_id,
+                                         **_where(exc.field, exc.reason)}, {}
     raise exc
+
+
+def _where(field: str | None, reason: str | None) -> dict[str, str]:
+    """``field``/``reason`` of a 422, when the conversion said where it failed."""
+    return {k: v for k, v in (("field", field), ("reason", reason)) if v is not None}
 
 
 _OS_FAULTS = {errno.ENOSPC: "storage_full", errno.EDQUOT: "storage_full",
