@@ -84,3 +84,11 @@ def test_httpx_is_required_only_by_the_extras_whose_code_imports_it() -> None:
     with_httpx = {name for name, deps in extras.items()
                   if any(d.startswith("httpx") for d in deps)}
     assert with_httpx == {"openai", "dev"}
+
+
+def test_the_readme_documents_the_real_cosmos_account_settings() -> None:
+    sys.path.insert(0, str(REPO / "tests"))
+    from cosmos_emulator import ACCOUNT_SETTINGS
+
+    text = (REPO / "README.md").read_text()
+    assert [name for name in ACCOUNT_SETTINGS if f"`{name}`" not in text] == []
