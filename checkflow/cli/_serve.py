@@ -107,7 +107,8 @@ async def serve(target: str, options: ServeOptions) -> None:
             await hosted.describe()  # resolve the target now, not on the first request
         except TypeError as exc:
             raise ValueError(f"{target}: {exc}") from exc
-        app = create_app(hosted, adapters=adapter_objects, authenticate=auth)
+        app = create_app(hosted, adapters=adapter_objects, authenticate=auth,
+                         on_disconnect=options.on_disconnect)
         options = within_descriptor_limit(options)
         quiet_accept_errors(asyncio.get_running_loop())
         server = uvicorn.Server(server_config(app, options))

@@ -41,6 +41,7 @@ class ServeOptions:
     keep_alive_timeout: float
     limit_concurrency: int
     max_header_bytes: int
+    on_disconnect: str = "cancel"
 
 
 def _positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
@@ -72,6 +73,10 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--limit-concurrency", type=count, default=256, metavar="N",
                        help="answer 503 beyond N open connections or running requests "
                             "(default 256; keep it under the file-descriptor limit)")
+    serve.add_argument("--on-disconnect", choices=["cancel", "continue"], default="cancel",
+                       help="when a streaming client goes away: cancel the run at its next "
+                            "safe point (default), or let it finish and commit (re-attach "
+                            "with GET /v1/conversations/ID/events)")
     serve.add_argument("--max-header-bytes", type=count, default=16_384, metavar="BYTES",
                        help="refuse a request whose head is larger (default 16384)")
 
@@ -107,4 +112,4 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str] | None = None
         foundry=foundry, lease_seconds=args.lease_seconds,
         shutdown_timeout=args.shutdown_timeout, header_timeout=args.header_timeout,
         keep_alive_timeout=args.keep_alive_timeout, limit_concurrency=args.limit_concurrency,
-        max_header_bytes=args.max_header_bytes)
+        max_header_bytes=args.max_header_bytes, on_disconnect=args.on_disconnect)

@@ -10,6 +10,7 @@ state or decide concurrency: the host does.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -124,7 +125,9 @@ def _conversation_id(request: Request) -> str:
     return _param(request, "conversation_id")
 
 
-def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
+def _workflow_routes(host: Host, max_body_bytes: int, on_disconnect: str) -> list[BaseRoute]:
+    detached: set[asyncio.Task[Any]] = set()  # runs that outlive their stream ("continue")
+
     async def run(request: Request) -> Response:
         body = await read_json(request, RunRequest, max_body_bytes=max_body_bytes)
         if body.message is not None and body.responses is not None:
@@ -140,6 +143,9 @@ def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
         if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
             stream = await host.run(conversation_id, stream=True, **options)
             assert isinstance(stream, HostedRun)
+            if on_disconnect == "continue":
+                return sse_response(_detached_sse(host, stream, conversation_id,
+                                                  request_principal(request), detached))
             return sse_response(_sse(stream))
         result = await host.run(conversation_id, **options)
         return json_response(run_view(result))
@@ -214,6 +220,25 @@ async def _followed(events: AsyncIterator[Any]) -> AsyncIterator[ServerSentEvent
     """A subscription as server-sent events (``id`` = the run's sequence)."""
     async for event in events:
         yield ServerSentEvent(event_view(event), event=type(event).__name__, id=event.sequence)
+
+
+async def _detached_sse(
+    host: Host, stream: HostedRun, conversation_id: str, principal: str | None,
+    detached: set[asyncio.Task[Any]],
+) -> AsyncIterator[ServerSentEvent]:
+    """Like ``_sse``, but the run is driven by a task of its own: a client that goes away
+    stops only its view (from the run's published events); the run finishes and commits."""
+    events = host.subscribe(conversation_id, principal=principal)  # before it can end
+    task = asyncio.ensure_future(stream.get_result())
+    detached.add(task)
+    task.add_done_callback(detached.discard)
+    try:
+        async for event in events:
+            yield ServerSentEvent(event_view(event), event=type(event).__name__,
+                                  id=event.sequence)
+        yield ServerSentEvent(run_view(await asyncio.shield(task)), event="result")
+    except Exception as exc:
+        yield ServerSentEvent(describe_error(exc)[1], event="error")
 
 
 async def _sse(stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
@@ -317,6 +342,7 @@ def build_app(
     adapters: Sequence[Adapter],
     authenticate: Authenticate | None,
     max_body_bytes: int,
+    on_disconnect: str = "cancel",
 ) -> Starlette:
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
     routes = [*_health_routes(host), _openapi_route(host)]
@@ -324,7 +350,7 @@ def build_app(
     if isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
     else:
-        routes.extend(_workflow_routes(host, max_body_bytes))
+        routes.extend(_workflow_routes(host, max_body_bytes, on_disconnect))
     middleware = [Middleware(_EncodedNativePaths)]
     if authenticate is not None:
         middleware.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))

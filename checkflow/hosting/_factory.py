@@ -35,6 +35,7 @@ def create_app(
     adapters: Sequence[Adapter] = (),
     authenticate: Authenticate | None = None,
     max_body_bytes: int = 1_048_576,
+    on_disconnect: str = "cancel",
 ) -> Starlette:
     """A Starlette app serving ``host``: ``/healthz``, ``/readyz``, adapters, the native API.
 
@@ -42,8 +43,12 @@ def create_app(
     request but the health probes; ``None`` answers 401, and each principal sees only its
     own conversations. Bodies over ``max_body_bytes`` are refused with 413 while streaming.
     Each adapter is mounted as a sub-app under its prefixes; overlapping prefixes raise
-    ``AdapterConflictError`` naming both.
+    ``AdapterConflictError`` naming both. A streamed native run whose client disconnects is
+    cancelled at its next safe point (``on_disconnect="cancel"``), or runs on and commits
+    (``"continue"``; the client re-attaches with ``GET /v1/conversations/{id}/events``).
     """
+    if on_disconnect not in ("cancel", "continue"):
+        raise ValueError(f"on_disconnect must be 'cancel' or 'continue', not {on_disconnect!r}")
     try:
         from checkflow.hosting._app import build_app
     except ModuleNotFoundError as exc:
@@ -51,4 +56,4 @@ def create_app(
             raise
         raise ImportError("create_app needs starlette: pip install 'checkflow[hosting]'") from exc
     return build_app(host, adapters=adapters, authenticate=authenticate,
-                     max_body_bytes=max_body_bytes)
+                     max_body_bytes=max_body_bytes, on_disconnect=on_disconnect)
