@@ -14,7 +14,7 @@ import argparse
 import time
 from typing import Any
 
-from checkflow.cli._output import describe_request, pending, print_json
+from checkflow.cli._output import pending, print_fields, print_json
 from checkflow.cli._storage_url import Storages
 from checkflow.errors import CheckpointNotFoundError, SnapshotNotFoundError
 from checkflow.hosting import (
@@ -92,14 +92,9 @@ async def _show(stores: Storages, conversation: HostedConversation, as_json: boo
     if as_json:
         print_json(body)
         return
-    for key in ("conversation_id", "principal", "checkpoint_id", "head_snapshot_id",
-                "storage_head_snapshot_id", "status", "problem"):
-        if key in body:
-            print(f"{key + ':':26}{body[key]}")
-    print(f"{'lease:':26}{_lease_text(conversation.lease)}")
-    print(f"{'pending_requests:':26}{len(body['pending_requests'])}")
-    for request in body["pending_requests"]:
-        print(f"  - {describe_request(request)}")
+    print_fields(body, ("conversation_id", "principal", "checkpoint_id", "head_snapshot_id",
+                        "storage_head_snapshot_id", "status", "problem"),
+                 {"lease": _lease_text(conversation.lease)})
 
 
 async def run_conversations(args: argparse.Namespace, stores: Storages) -> int:

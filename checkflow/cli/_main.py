@@ -21,6 +21,7 @@ from checkflow.checkpoints import Checkpoint
 from checkflow.cli._conversations import add_conversation_commands, prune_orphans, run_conversations
 from checkflow.cli._output import describe_request as _describe_request
 from checkflow.cli._output import pending as _pending
+from checkflow.cli._output import print_fields
 from checkflow.cli._output import print_json as _print_json
 from checkflow.cli._serve_options import ENVIRONMENT, add_serve_options, serve_options
 from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, Storages, open_storage
@@ -123,14 +124,9 @@ def _show(checkpoint: Checkpoint, as_json: bool) -> None:
     if as_json:
         _print_json(summary)
         return
-    for key in ("checkpoint_id", "workflow_name", "graph_signature_hash", "head_snapshot_id",
-                "storage_head_snapshot_id", "status", "snapshot_count"):
-        if key in summary:
-            print(f"{key + ':':26}{summary[key]}")
-    print(f"{'tips:':26}{', '.join(summary['tips'])}")
-    print(f"{'pending_requests:':26}{len(summary['pending_requests'])}")
-    for request in summary["pending_requests"]:
-        print(f"  - {_describe_request(request)}")
+    print_fields(summary, ("checkpoint_id", "workflow_name", "graph_signature_hash",
+                           "head_snapshot_id", "storage_head_snapshot_id", "status",
+                           "snapshot_count"), {"tips": ", ".join(summary["tips"])})
 
 
 def _tree(checkpoint: Checkpoint, as_json: bool, since: str | None = None,

@@ -15,7 +15,7 @@ from checkflow.checkpoints import Checkpoint
 from checkflow.hosting import jsonable
 from checkflow.workflows import inspect_snapshot
 
-__all__ = ["describe_request", "pending", "print_json"]
+__all__ = ["describe_request", "pending", "print_fields", "print_json"]
 
 
 def print_json(value: Any) -> None:
@@ -42,3 +42,16 @@ def describe_request(request: Any) -> str:
     return (f"{request.get('request_id')}: {request.get('data')!r} "
             f"(from {request.get('source_executor_id')}, "
             f"answer type {request.get('response_type')})")
+
+
+def print_fields(body: dict[str, Any], keys: tuple[str, ...], extra: dict[str, str]) -> None:
+    """``key: value`` lines of ``body``'s ``keys`` (those present), then ``extra``, then the
+    pending requests one per line."""
+    for key in keys:
+        if key in body:
+            print(f"{key + ':':26}{body[key]}")
+    for key, text in extra.items():
+        print(f"{key + ':':26}{text}")
+    print(f"{'pending_requests:':26}{len(body['pending_requests'])}")
+    for request in body["pending_requests"]:
+        print(f"  - {describe_request(request)}")
