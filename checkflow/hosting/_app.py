@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from checkflow.agents import ChatMessage
 from checkflow.errors import CheckflowError, InvalidConversationIdError
 from checkflow.hosting._adapter import Adapter, adapter_exception_handlers, adapter_prefixes
 from checkflow.hosting._agent_host import AgentHost
@@ -39,7 +40,12 @@ from checkflow.hosting._http import (
 from checkflow.hosting._inspect import snapshot_detail
 from checkflow.hosting._mounts import PrefixMount, check_prefixes, check_routes_within
 from checkflow.hosting._native_pages import conversation_page, page_params, snapshot_page
-from checkflow.hosting._openapi import AgentRunRequest, RunRequest, openapi_document
+from checkflow.hosting._openapi import (
+    AgentRunRequest,
+    ChatMessageBody,
+    RunRequest,
+    openapi_document,
+)
 from checkflow.hosting._protocol import Host
 from checkflow.hosting._runs import HostedRun
 from checkflow.hosting._sse import ServerSentEvent, sse_response
@@ -254,19 +260,41 @@ async def _sse(stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
         await stream.aclose()
 
 
+def _agent_input(message: str | list[str | ChatMessageBody]) -> str | list[Any]:
+    """Texts stay texts; chat message bodies become ``ChatMessage``s (422 for a bad role)."""
+    if isinstance(message, str):
+        return message
+    try:
+        return [m if isinstance(m, str) else ChatMessage(m.role, m.content)  # type: ignore[arg-type]
+                for m in message]
+    except ValueError as exc:
+        raise HttpError(422, "invalid_message", str(exc)) from None
+
+
 def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
     async def run(request: Request) -> Response:
         body = await read_json(request, AgentRunRequest, max_body_bytes=max_body_bytes)
         conversation_id = _conversation_id(request)
-        response = await host.run(
-            conversation_id, body.message, principal=request_principal(request))
+        principal = request_principal(request)
+        message = _agent_input(body.message)
+        if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
+            stream = await host.run(conversation_id, message=message, principal=principal,
+                                    stream=True)
+            return sse_response(_sse(stream))
+        response = await host.run(conversation_id, message, principal=principal)
         return json_response({
             "conversation_id": conversation_id,
             "text": response.text,
             "messages": jsonable(response.messages),
         })
 
-    return _conversation_routes(host, run)
+    async def history(request: Request) -> Response:
+        conversation_id = _conversation_id(request)
+        session = await host.get_session(conversation_id, principal=request_principal(request))
+        return json_response({"conversation_id": conversation_id,
+                              "messages": jsonable(list(session.state.get("messages", ())))})
+
+    return [*_conversation_routes(host, run), Route(_BASE, history, methods=["GET"])]
 
 
 def _openapi_route(host: Host) -> Route:

@@ -13,7 +13,7 @@ import msgspec
 
 from checkflow.hosting._results import ResumeToken
 
-__all__ = ["AgentRunRequest", "RunRequest", "openapi_document"]
+__all__ = ["AgentRunRequest", "ChatMessageBody", "RunRequest", "openapi_document"]
 
 
 class RunRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -25,10 +25,24 @@ class RunRequest(msgspec.Struct, forbid_unknown_fields=True):
     resume_token: ResumeToken | None = None
 
 
-class AgentRunRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of an agent run: a text message (or a list of texts)."""
+class ChatMessageBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A chat message in a body: a role (user, assistant, system, tool) and its text."""
 
-    message: str | list[str]
+    role: str
+    content: str
+
+
+class AgentRunRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of an agent run: a text, or a list of texts and chat messages."""
+
+    message: str | list[str | ChatMessageBody]
+
+
+class AgentHistory(msgspec.Struct):
+    """An agent conversation: its messages so far."""
+
+    conversation_id: str
+    messages: list[Any]
 
 
 class PendingRequestView(msgspec.Struct):
@@ -174,7 +188,8 @@ def _operation(summary: str, response: str | None, *errors: int, body: str | Non
 def openapi_document(kind: Literal["workflow", "agent"], title: str) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the native API a ``kind`` host serves."""
     types: list[Any] = [RunRequest, AgentRunRequest, ConversationView, ConversationPage,
-                        SnapshotPage, SnapshotDetail, CancelView, AgentReply, ErrorBody, Status]
+                        SnapshotPage, SnapshotDetail, CancelView, AgentReply, AgentHistory,
+                        ErrorBody, Status]
     (_, components) = msgspec.json.schema_components(
         types, ref_template="#/components/schemas/{name}")
     base = "/v1/conversations/{id}"
@@ -190,7 +205,9 @@ def openapi_document(kind: Literal["workflow", "agent"], title: str) -> dict[str
             "run one turn", run_answer, 400, 404, 409, 413, 415, 422, 500, 503,
             body=run_body, stream=True)},
         f"{base}/cancel": {"post": _operation("stop the running turn", "CancelView", 400)},
-        base: {"get": _operation("the conversation at its head", "ConversationView", 404),
+        base: {"get": _operation("the conversation at its head", "ConversationView", 404)
+               if kind == "workflow" else _operation("the agent conversation's history",
+                                                     "AgentHistory", 404),
                "delete": _operation("forget the conversation", None, 404, 409)},
         f"{base}/events": {"get": _operation(
             "re-attach to the running turn's events (server-sent events)", None, 400,

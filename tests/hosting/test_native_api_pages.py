@@ -185,3 +185,26 @@ async def test_events_after_n_replays_the_running_turn_then_follows_it(
         assert idle.status_code == 200 and frames(idle.text) == []
         bad = await client.get("/v1/conversations/c/events", params={"after": "x"})
         assert bad.status_code == 400
+
+
+async def test_an_agent_host_streams_answers_its_history_and_takes_chat_messages() -> None:
+    host = AgentHost(ScriptedAgent("greeter", ["hello", "again"]))
+    async with client_for(create_app(host)) as client:
+        document = (await client.get("/openapi.json")).json()
+        async with client.stream("POST", "/v1/conversations/a/runs?stream=true",
+                                 json={"message": "hi"}) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            text = "".join([chunk async for chunk in response.aiter_text()])
+        names = [name for name, _, _ in frames(text)]
+        assert "AgentRunUpdateEvent" in names and names[-1] == "result"
+        chat = await client.post("/v1/conversations/a/runs", json={"message": [
+            {"role": "user", "content": "and now?"}]})
+        assert chat.status_code == 200 and chat.json()["text"] == "again"
+        history = (await client.get("/v1/conversations/a")).json()
+        fits(document, "AgentHistory", history)
+        said = [m["contents"][0]["text"] for m in history["messages"]]
+        assert said == ["hi", "hello", "and now?", "again"]
+        bad = await client.post("/v1/conversations/a/runs", json={"message": [
+            {"role": "wizard", "content": "x"}]})
+        assert bad.status_code == 422 and "role" in bad.json()["error"]["message"]
+        assert (await client.get("/v1/conversations/nobody")).status_code == 404
