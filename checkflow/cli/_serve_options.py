@@ -70,9 +70,9 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
                             "within S seconds (default 10)")
     serve.add_argument("--keep-alive-timeout", type=seconds, default=5.0, metavar="S",
                        help="close an idle keep-alive connection after S seconds (default 5)")
-    serve.add_argument("--limit-concurrency", type=count, default=256, metavar="N",
+    serve.add_argument("--limit-concurrency", type=count, default=200, metavar="N",
                        help="answer 503 beyond N open connections or running requests "
-                            "(default 256; keep it under the file-descriptor limit)")
+                            "(default 200; lowered to fit the file-descriptor limit)")
     serve.add_argument("--on-disconnect", choices=["cancel", "continue"], default="cancel",
                        help="when a streaming client goes away: cancel the run at its next "
                             "safe point (default), or let it finish and commit (re-attach "

@@ -215,3 +215,24 @@ async def test_a_request_head_growing_over_the_limit_is_refused() -> None:
         writer.close()
         async with httpx.AsyncClient(base_url=f"http://{host}:{port}") as client:
             assert (await client.get("/healthz")).status_code == 200
+
+
+def test_the_default_limit_fits_a_common_descriptor_limit_without_a_warning(
+    capsys: Any,
+) -> None:
+    import resource
+
+    from checkflow.cli._connections import within_descriptor_limit
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 1024:
+        pytest.skip(f"this shell's descriptor limit is {soft}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        assert within_descriptor_limit(options([], {})).limit_concurrency == 200
+        assert capsys.readouterr().err == ""
+        lowered = within_descriptor_limit(options(["--limit-concurrency", "5000"], {}))
+        assert lowered.limit_concurrency == (1024 - 32) // 4
+        assert "lowered from 5000" in capsys.readouterr().err
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
