@@ -22,7 +22,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from checkflow.cli._serve_options import ServeOptions
+from checkflow.cli._serve_options import DEFAULT_CONCURRENCY, ServeOptions
 
 __all__ = ["bounded_protocol", "quiet_accept_errors", "within_descriptor_limit"]
 
@@ -69,21 +69,28 @@ def bounded_protocol(header_timeout: float) -> type[asyncio.Protocol]:
 
 
 def within_descriptor_limit(options: ServeOptions) -> ServeOptions:
-    """``options`` with ``limit_concurrency`` lowered to what the descriptor limit allows."""
+    """``options`` with ``limit_concurrency`` set: the default, or what the descriptor limit
+    allows if that is less; a limit given that does not fit is lowered with a warning."""
+    room: int | None = None
     try:
         import resource
     except ImportError:  # no such limit to respect here (Windows)
-        return options
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return options
-    room = max(1, (soft - DESCRIPTORS_RESERVED) // DESCRIPTORS_PER_REQUEST)
-    if options.limit_concurrency <= room:
-        return options
-    print(f"checkflow: --limit-concurrency lowered from {options.limit_concurrency} to {room}: "
-          f"the file-descriptor limit is {soft} (raise it with ulimit -n)",
-          file=sys.stderr, flush=True)
-    return dataclasses.replace(options, limit_concurrency=room)
+        soft = None
+    else:
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY:
+            room = max(1, (soft - DESCRIPTORS_RESERVED) // DESCRIPTORS_PER_REQUEST)
+    given = options.limit_concurrency
+    if given is None:
+        limit = DEFAULT_CONCURRENCY if room is None else min(DEFAULT_CONCURRENCY, room)
+    elif room is not None and given > room:
+        print(f"checkflow: --limit-concurrency lowered from {given} to {room}: the "
+              f"file-descriptor limit is {soft} (raise it with ulimit -n)",
+              file=sys.stderr, flush=True)
+        limit = room
+    else:
+        limit = given
+    return dataclasses.replace(options, limit_concurrency=limit)
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop, *, every: float = 1.0) -> None:

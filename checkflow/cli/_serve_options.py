@@ -13,7 +13,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["ENVIRONMENT", "ServeOptions", "add_serve_options", "serve_options"]
+__all__ = ["DEFAULT_CONCURRENCY", "ENVIRONMENT", "ServeOptions", "add_serve_options",
+           "serve_options"]
+
+DEFAULT_CONCURRENCY = 1000
 
 ENVIRONMENT = {
     "CHECKFLOW_STORAGE": "--storage (every command)",
@@ -39,7 +42,7 @@ class ServeOptions:
     shutdown_timeout: float
     header_timeout: float
     keep_alive_timeout: float
-    limit_concurrency: int
+    limit_concurrency: int | None  # None: DEFAULT_CONCURRENCY, or less to fit the fd limit
     max_header_bytes: int
     on_disconnect: str = "cancel"
 
@@ -70,9 +73,10 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
                             "within S seconds (default 10)")
     serve.add_argument("--keep-alive-timeout", type=seconds, default=5.0, metavar="S",
                        help="close an idle keep-alive connection after S seconds (default 5)")
-    serve.add_argument("--limit-concurrency", type=count, default=200, metavar="N",
+    serve.add_argument("--limit-concurrency", type=count, default=None, metavar="N",
                        help="answer 503 beyond N open connections or running requests "
-                            "(default 200; lowered to fit the file-descriptor limit)")
+                            f"(default {DEFAULT_CONCURRENCY}, or what the file-descriptor "
+                            "limit allows if less)")
     serve.add_argument("--on-disconnect", choices=["cancel", "continue"], default="cancel",
                        help="when a streaming client goes away: cancel the run at its next "
                             "safe point (default), or let it finish and commit (re-attach "

@@ -217,7 +217,7 @@ async def test_a_request_head_growing_over_the_limit_is_refused() -> None:
             assert (await client.get("/healthz")).status_code == 200
 
 
-def test_the_default_limit_fits_a_common_descriptor_limit_without_a_warning(
+def test_the_default_limit_fits_the_descriptor_limit_and_a_given_one_is_lowered_aloud(
     capsys: Any,
 ) -> None:
     import resource
@@ -228,11 +228,16 @@ def test_the_default_limit_fits_a_common_descriptor_limit_without_a_warning(
     if soft != resource.RLIM_INFINITY and soft < 1024:
         pytest.skip(f"this shell's descriptor limit is {soft}")
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    room = (1024 - 32) // 4
     try:
-        assert within_descriptor_limit(options([], {})).limit_concurrency == 200
-        assert capsys.readouterr().err == ""
+        assert within_descriptor_limit(options([], {})).limit_concurrency == room
+        assert capsys.readouterr().err == ""  # the default fits quietly
+        kept = within_descriptor_limit(options(["--limit-concurrency", "50"], {}))
+        assert kept.limit_concurrency == 50 and capsys.readouterr().err == ""
         lowered = within_descriptor_limit(options(["--limit-concurrency", "5000"], {}))
-        assert lowered.limit_concurrency == (1024 - 32) // 4
+        assert lowered.limit_concurrency == room
         assert "lowered from 5000" in capsys.readouterr().err
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    unbounded = within_descriptor_limit(options([], {}))
+    assert unbounded.limit_concurrency == min(1000, max(1, (soft - 32) // 4))
