@@ -7,10 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test lint typecheck pytest serve bench emulator agui-client clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 emulator:
@@ -37,8 +37,11 @@ pytest: $(STAMP)
 
 test: $(STAMP) emulator agui-client lint pytest
 
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
 serve: $(STAMP)
-	$(BIN)/python -m checkflow serve samples.approval:workflow
+	$(BIN)/python -m checkflow serve samples.approval:workflow --host $(HOST) --port $(PORT)
 
 # Every benchmark. bench/engine.py also times its peer frameworks when the separate
 # .venv-bench exists (see bench/requirements-peers.txt) and skips them with a note otherwise;

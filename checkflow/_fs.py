@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import os
 import tempfile
 import weakref
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "LoopLocks",
@@ -76,8 +75,11 @@ def exclusive_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created if missing, never deleted).
 
     Blocks the calling thread until the lock is free: call it from a worker thread.
-    The lock file is permanent so that two processes always lock the same inode.
+    The lock file is permanent so that two processes always lock the same inode. Needs
+    ``fcntl`` (POSIX): elsewhere it raises ``NotImplementedError`` naming the stores to use
+    instead, and ``import checkflow`` itself never needs it.
     """
+    fcntl = _fcntl()
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -89,6 +91,18 @@ def exclusive_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _fcntl() -> Any:
+    """The ``fcntl`` module, imported where a lock is taken so ``import checkflow`` never
+    needs it; where it is missing, ``NotImplementedError`` names the stores to use instead."""
+    try:
+        import fcntl
+    except ImportError:
+        raise NotImplementedError(
+            "the file stores need fcntl (Linux, macOS and other POSIX systems); on this "
+            "platform use the memory: or cosmos: storage") from None
+    return fcntl
+
+
 @contextlib.contextmanager
 def shared_lock(path: Path) -> Iterator[None]:
     """Hold a shared ``flock`` on ``path`` for reading, never opening it for writing.
@@ -98,6 +112,7 @@ def shared_lock(path: Path) -> Iterator[None]:
     be opened, the read goes ahead unlocked: on a read-only store there is no writer to wait
     for. Blocks the calling thread: call it from a worker thread.
     """
+    fcntl = _fcntl()
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

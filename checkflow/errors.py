@@ -322,9 +322,12 @@ class GraphSignatureMismatchError(WorkflowError):
 class InvalidResponseError(WorkflowError, ValueError):
     """A response names an unknown request id or does not fit the request's response type."""
 
-    def __init__(self, message: str, *, request_id: str = "") -> None:
+    def __init__(self, message: str, *, request_id: str = "", field: str | None = None,
+                 reason: str | None = None) -> None:
         super().__init__(message)
         self.request_id = request_id
+        self.field = field  # the JSON path that did not fit (``$.quantity``), when known
+        self.reason = reason
 
 
 class InterceptorError(WorkflowError):
@@ -472,10 +475,13 @@ class HostingError(CheckflowError):
 class ConversationBusyError(HostingError):
     """The conversation already has a run in progress (HTTP 409 with ``Retry-After``)."""
 
-    def __init__(self, conversation_id: str, *, retry_after: float = 1.0) -> None:
-        super().__init__(f"conversation {conversation_id!r} is busy with another run")
+    def __init__(self, conversation_id: str, *, retry_after: float = 1.0,
+                 owner: str | None = None) -> None:
+        held = f" (leased by {owner})" if owner else ""
+        super().__init__(f"conversation {conversation_id!r} is busy with another run{held}")
         self.conversation_id = conversation_id
         self.retry_after = retry_after
+        self.owner = owner
 
 
 class ConversationNotFoundError(HostingError, LookupError):
@@ -492,9 +498,12 @@ class InvalidMessageError(HostingError, ValueError):
     ``accepted_types`` names the types tried, most specific first.
     """
 
-    def __init__(self, message: str, *, accepted_types: list[str] | None = None) -> None:
+    def __init__(self, message: str, *, accepted_types: list[str] | None = None,
+                 field: str | None = None, reason: str | None = None) -> None:
         super().__init__(message)
         self.accepted_types = list(accepted_types or [])
+        self.field = field  # where the closest type did not fit (``$.quantity``), when known
+        self.reason = reason
 
 
 class StaleResumeTokenError(HostingError):

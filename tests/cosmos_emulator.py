@@ -181,3 +181,37 @@ async def cosmos_container(cosmos_database: Any) -> Any:
     return await cosmos_database.create_container(
         f"c-{uuid.uuid4().hex}", partition_key=PartitionKey(path="/pk")
     )
+
+
+# -- an opt-in real Azure Cosmos DB account ----------------------------------------------------
+
+ACCOUNT_SETTINGS = {
+    "CHECKFLOW_TEST_COSMOS_ENDPOINT": "the account endpoint (https://NAME.documents.azure.com)",
+    "CHECKFLOW_TEST_COSMOS_KEY": "its key (the tests create and delete their own containers)",
+    "CHECKFLOW_TEST_COSMOS_DATABASE": "the database to create them in (default checkflow-tests)",
+}
+"""Set the first two to run the storage and session-store contract suites against a real
+account (the ``cosmos-account`` parameters); unset, those parameters are skipped."""
+
+
+@pytest.fixture
+async def cosmos_account_container() -> AsyncIterator[Any]:
+    """A fresh container in a real Cosmos DB account, deleted after the test; skipped unless
+    ``CHECKFLOW_TEST_COSMOS_ENDPOINT`` and ``CHECKFLOW_TEST_COSMOS_KEY`` are set."""
+    endpoint = os.environ.get("CHECKFLOW_TEST_COSMOS_ENDPOINT")
+    key = os.environ.get("CHECKFLOW_TEST_COSMOS_KEY")
+    if not endpoint or not key:
+        pytest.skip("no real Cosmos DB account: set CHECKFLOW_TEST_COSMOS_ENDPOINT and "
+                    "CHECKFLOW_TEST_COSMOS_KEY to run this against one")
+    from azure.cosmos import PartitionKey
+    from azure.cosmos.aio import CosmosClient
+
+    name = os.environ.get("CHECKFLOW_TEST_COSMOS_DATABASE") or "checkflow-tests"
+    async with CosmosClient(endpoint, credential=key) as client:
+        database = await client.create_database_if_not_exists(name)
+        container = await database.create_container(
+            f"c-{uuid.uuid4().hex}", partition_key=PartitionKey(path="/pk"))
+        try:
+            yield container
+        finally:
+            await database.delete_container(container.id)

@@ -1,7 +1,10 @@
 """``OpenAIChatAgent``: an agent backed by any OpenAI-compatible Chat Completions endpoint.
 
 Talks HTTP through ``httpx`` (no ``openai`` package), streams over server-sent events, and keeps
-the conversation in ``session.state``. An injected ``httpx.AsyncClient`` is used as is;
+the conversation in ``session.state``. A 429, a 5xx or a connection failure is retried with
+exponential backoff and full jitter (``Retry-After`` honoured), only before any part of a reply
+was received; a reply cut short, or an error the stream reports, raises ``AgentServiceError``
+and nothing of it is saved. An injected ``httpx.AsyncClient`` is used as is;
 otherwise one client is created per event loop (an httpx client must never be shared across
 loops). This module must never keep per-conversation state on the agent.
 """
@@ -9,7 +12,10 @@ loops). This module must never keep per-conversation state on the agent.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import os
+import random
+import time
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final
@@ -36,6 +42,9 @@ DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 _DEFAULT_TIMEOUT: Final = httpx.Timeout(120.0, connect=10.0)
 _COMPLETION: Final = msgspec.json.Decoder(ChatCompletion)
 _CHUNK: Final = msgspec.json.Decoder(ChatCompletionChunk)
+_RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER: Final = 60.0
+_sleep = asyncio.sleep  # the one place retries wait (tests record it)
 
 
 class OpenAIChatAgent(BaseAgent):
@@ -44,6 +53,9 @@ class OpenAIChatAgent(BaseAgent):
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
     ``tools`` (Chat Completions tool definitions) lets the model answer with
     ``FunctionCallContent``s; send their ``FunctionResultContent``s in the next run.
+    ``max_retries`` (default 2; 0 disables) more attempts follow a 429, 5xx or connection
+    failure, each after ``retry_backoff * 2**attempt`` seconds at most (full jitter), or the
+    service's ``Retry-After`` (capped at a minute).
     """
 
     def __init__(
@@ -56,8 +68,14 @@ class OpenAIChatAgent(BaseAgent):
         http_client: httpx.AsyncClient | None = None,
         instructions: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        max_retries: int = 2,
+        retry_backoff: float = 0.5,
     ) -> None:
+        if max_retries < 0 or retry_backoff < 0:
+            raise ValueError("max_retries and retry_backoff must not be negative")
         super().__init__(name or model)
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
         self.model = model
         self.instructions = instructions
         self.tools = [dict(tool) for tool in tools or ()]
@@ -77,10 +95,21 @@ class OpenAIChatAgent(BaseAgent):
 
     async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
         body = self._body([*get_history(session), *messages], stream=False)
-        try:
-            response = await self._client().post(self._url, json=body, headers=self._headers())
-        except httpx.HTTPError as exc:
-            raise AgentServiceError(f"{self._url}: request failed: {exc!r}") from exc
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = await self._client().post(self._url, json=body,
+                                                     headers=self._headers())
+            except httpx.TransportError as exc:
+                if attempt < self.max_retries:
+                    await _sleep(self._delay(attempt, None))
+                    continue
+                raise AgentServiceError(f"{self._url}: request failed: {exc!r}") from exc
+            except httpx.HTTPError as exc:
+                raise AgentServiceError(f"{self._url}: request failed: {exc!r}") from exc
+            if response.status_code in _RETRY_STATUSES and attempt < self.max_retries:
+                await _sleep(self._delay(attempt, response))
+                continue
+            break
         if response.is_error:
             raise _service_error(response)
         try:
@@ -99,30 +128,58 @@ class OpenAIChatAgent(BaseAgent):
         body = self._body([*get_history(session), *messages], stream=True)
         text: list[str] = []
         tool_calls = ToolCallAccumulator()
-        try:
-            async with self._client().stream(
-                "POST", self._url, json=body, headers=self._headers()
-            ) as response:
-                if response.is_error:
-                    await response.aread()
-                    raise _service_error(response)
-                async for chunk in _sse_chunks(response, self._url):
-                    delta = chunk.delta
-                    if delta is None:
-                        continue
-                    if delta.tool_calls:
-                        tool_calls.add(delta.tool_calls)
-                    if delta.content:
-                        text.append(delta.content)
-                        piece = TextContent(delta.content)
-                        yield AgentResponseUpdate((piece,), "assistant", self.name)
-        except httpx.HTTPError as exc:
-            raise AgentServiceError(f"{self._url}: streaming request failed: {exc!r}") from exc
+        attempt = 0
+        while True:
+            try:
+                async with self._client().stream(
+                    "POST", self._url, json=body, headers=self._headers()
+                ) as response:
+                    if response.status_code in _RETRY_STATUSES and attempt < self.max_retries:
+                        await response.aread()
+                        delay = self._delay(attempt, response)
+                    elif response.is_error:
+                        await response.aread()
+                        raise _service_error(response)
+                    else:
+                        async for update in self._read_stream(response, text, tool_calls):
+                            yield update
+                        break
+            except httpx.TransportError as exc:
+                if text or tool_calls.calls() or attempt >= self.max_retries:
+                    raise AgentServiceError(
+                        f"{self._url}: streaming request failed: {exc!r}") from exc
+                delay = self._delay(attempt, None)  # nothing received yet: try again
+            except httpx.HTTPError as exc:
+                raise AgentServiceError(
+                    f"{self._url}: streaming request failed: {exc!r}") from exc
+            attempt += 1
+            await _sleep(delay)
         calls = tool_calls.calls()
         if calls:
             yield AgentResponseUpdate(tuple(calls), "assistant", self.name)
         contents: list[Content] = [TextContent("".join(text))] if text else []
         append_history(session, [*messages, ChatMessage("assistant", [*contents, *calls])])
+
+    async def _read_stream(
+        self, response: httpx.Response, text: list[str], tool_calls: ToolCallAccumulator
+    ) -> AsyncIterator[AgentResponseUpdate]:
+        """The text updates of one streamed reply (tool calls accumulate in ``tool_calls``)."""
+        async for chunk in _sse_chunks(response, self._url):
+            delta = chunk.delta
+            if delta is None:
+                continue
+            if delta.tool_calls:
+                tool_calls.add(delta.tool_calls)
+            if delta.content:
+                text.append(delta.content)
+                yield AgentResponseUpdate((TextContent(delta.content),), "assistant", self.name)
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        """How long to wait before retry ``attempt + 1``: ``Retry-After``, else full jitter."""
+        after = None if response is None else _retry_after(response)
+        if after is not None:
+            return after
+        return random.uniform(0, self.retry_backoff * 2**attempt)
 
     def _body(self, messages: Sequence[ChatMessage], *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -148,18 +205,75 @@ class OpenAIChatAgent(BaseAgent):
         return client
 
 
-async def _sse_chunks(response: httpx.Response, url: str) -> AsyncIterator[ChatCompletionChunk]:
-    """The ``data:`` events of a server-sent event stream, up to ``[DONE]``."""
+def _retry_after(response: httpx.Response) -> float | None:
+    """The service's ``Retry-After`` in seconds (a number or an HTTP date), capped."""
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
+
+
+async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """``(event, data)`` per server-sent event; ``data:`` lines of one event are joined."""
+    event, data = "message", list[str]()
     async for line in response.aiter_lines():
-        if not line.startswith("data:"):
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
             continue
-        payload = line[len("data:") :].strip()
-        if payload == "[DONE]":
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event = value
+    if data:
+        yield event, "\n".join(data)
+
+
+def _object_keys(payload: str) -> list[str]:
+    parsed = msgspec.json.decode(payload)
+    return list(parsed) if isinstance(parsed, dict) else []
+
+
+def _stream_error(url: str, payload: str) -> AgentServiceError:
+    try:
+        parsed = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        parsed = None
+    error = parsed.get("error", parsed) if isinstance(parsed, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return AgentServiceError(f"{url}: the stream reported an error: {message or payload[:500]}")
+
+
+async def _sse_chunks(response: httpx.Response, url: str) -> AsyncIterator[ChatCompletionChunk]:
+    """The chunks of a streamed reply, up to ``[DONE]``; a stream that ends without it (or
+    a final ``finish_reason``), or reports an error, raises ``AgentServiceError``."""
+    finished = False
+    async for event, payload in _sse_events(response):
+        if event == "error":
+            raise _stream_error(url, payload)
+        if payload.strip() == "[DONE]":
             return
         try:
-            yield _CHUNK.decode(payload)
+            chunk = _CHUNK.decode(payload)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise AgentServiceError(f"{url}: malformed stream event {payload!r}: {exc}") from exc
+        if not chunk.choices and "error" in _object_keys(payload):
+            raise _stream_error(url, payload)  # {"error": {...}} in a data: line
+        finished = finished or any(c.finish_reason for c in chunk.choices)
+        yield chunk
+    if not finished:
+        raise AgentServiceError(f"{url}: the stream ended before the reply was complete")
 
 
 def _service_error(response: httpx.Response) -> AgentServiceError:

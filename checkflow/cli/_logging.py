@@ -95,7 +95,31 @@ def configure_logging(settings: LogSettings, *, filters: tuple[logging.Filter, .
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    server = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, RepeatLimit) for f in server.filters):
+        server.addFilter(RepeatLimit())  # one line a second under overload, not one a request
     return handler
+
+
+class RepeatLimit(logging.Filter):
+    """Lets the same message through at most once per ``seconds`` (a refusal under load)."""
+
+    def __init__(self, seconds: float = 1.0) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        key = str(record.msg)
+        last = self._last.get(key)
+        if last is not None and record.created - last < self.seconds:
+            return False
+        if len(self._last) > 256:
+            self._last.clear()
+        self._last[key] = record.created
+        return True
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:

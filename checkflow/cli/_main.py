@@ -1,10 +1,11 @@
-"""The ``checkflow`` command: ``serve`` a workflow, inspect ``checkpoints`` in a storage.
+"""The checkflow command: serve a workflow, inspect checkpoints and conversations in a storage.
 
 ``python -m checkflow serve MODULE:ATTR ...`` runs the hosting app with uvicorn;
 ``python -m checkflow checkpoints ls|show|tree|pending|prune|export`` reads a storage without
-the workflow's code (inspection decode) and prints for people, or JSON with ``--json``.
-This module parses arguments and prints; the work lives in ``checkflow.hosting``, and this
-module must never write to a storage except through ``prune``.
+the workflow's code (inspection decode) and prints for people, or JSON with ``--json``;
+``python -m checkflow conversations ...`` is ``_conversations``. This module parses arguments
+and prints; the work lives in ``checkflow.hosting``, and this module must never write to a
+storage except through ``prune``.
 """
 
 from __future__ import annotations
@@ -16,32 +17,57 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
-
 from checkflow.checkpoints import Checkpoint
-from checkflow.cli._logging import add_log_arguments, log_settings
-from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
-from checkflow.cli._tree import render_tree
+from checkflow.cli._conversations import add_conversation_commands, prune_orphans, run_conversations
+from checkflow.cli._output import describe_request as _describe_request
+from checkflow.cli._output import pending as _pending
+from checkflow.cli._output import print_fields
+from checkflow.cli._output import print_json as _print_json
+from checkflow.cli._serve_options import ENVIRONMENT, add_serve_options, serve_options
+from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, Storages, open_storage
+from checkflow.cli._tree import render_tree, subtree
 from checkflow.cli._verify import describe, verify
 from checkflow.errors import CheckflowError
 from checkflow.hosting import (
     checkpoint_export,
     checkpoint_summary,
     conversation_head,
-    jsonable,
     snapshot_summary,
 )
-from checkflow.workflows import inspect_snapshot
 
 __all__ = ["main"]
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("checkflow")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _epilog() -> str:
+    lines = ["environment (a flag wins over its variable):"]
+    lines += [f"  {k:38}{v}" for k, v in ENVIRONMENT.items()]
+    lines.append("--storage cosmos: reads")
+    lines += [f"  {k:38}{v}" for k, v in COSMOS_SETTINGS.items()]
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
-    cosmos = "; ".join(f"{k}: {v}" for k, v in COSMOS_SETTINGS.items())
-    storage_help = (f"memory:, file:PATH or cosmos: (default {DEFAULT_STORAGE}); "
-                    f"cosmos: reads {cosmos}")
-    parser = argparse.ArgumentParser(prog="checkflow", description=__doc__.splitlines()[0])
+    default_storage = os.environ.get("CHECKFLOW_STORAGE") or DEFAULT_STORAGE
+    storage_help = (f"memory:, file:PATH or cosmos: (default {default_storage}; the cosmos: "
+                    "settings are listed by checkflow --help)")
+    parser = argparse.ArgumentParser(
+        prog="checkflow", description=__doc__.splitlines()[0], epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"checkflow {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    def add_storage(action: argparse.ArgumentParser) -> None:
+        action.add_argument("--storage", default=default_storage, help=storage_help)
+        action.add_argument("--json", action="store_true", help="print JSON for scripts")
 
     serve = commands.add_parser("serve", help="serve a workflow (or agent) over HTTP")
     serve.add_argument("target", metavar="MODULE:ATTR",
@@ -55,18 +81,13 @@ def _parser() -> argparse.ArgumentParser:
                             "routes and /readiness, x-agent-user-id as the principal when "
                             "there is no --authenticate, x-agent-session-id as the "
                             "conversation of a new response")
-    serve.add_argument("--public-url", metavar="URL",
-                       help="the base URL clients reach this server at (the A2A agent card's "
-                            "interface URLs; default: taken from each request's Host)")
-    serve.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
-    serve.add_argument("--adapters", default="native",
-                       help="comma-separated: native, adapter names or MODULE:ATTR")
+    serve.add_argument("--storage", default=default_storage, help=storage_help)
+    serve.add_argument("--adapters", default=None,
+                       help="comma-separated: native, adapter names or MODULE:ATTR "
+                            "(default native)")
     serve.add_argument("--authenticate", metavar="MODULE:FUNC",
                        help="authenticate(request) -> principal | None")
-    serve.add_argument("--otel", action="store_true",
-                       help="trace and measure with OpenTelemetry, exporting over OTLP/HTTP "
-                            "as the OTEL_* environment variables say (extra: otel)")
-    add_log_arguments(serve)
+    add_serve_options(serve)
 
     checkpoints = commands.add_parser("checkpoints", help="inspect checkpoints in a storage")
     actions = checkpoints.add_subparsers(dest="action", required=True)
@@ -75,36 +96,32 @@ def _parser() -> argparse.ArgumentParser:
                        ("tree", "the snapshot graph, branches and head marked"),
                        ("pending", "the pending requests at the head"),
                        ("prune", "delete snapshots not reachable from the head or --keep"),
-                       ("export", "the whole checkpoint as JSON"),
+                       ("export", "the whole checkpoint as JSON (with or without --json)"),
                        ("verify", "read every record; report torn tails, corruption and "
                                   "leftovers (exit 1 when any is found)")]:
-        action = actions.add_parser(name, help=text)
-        action.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
-        action.add_argument("--json", action="store_true", help="print JSON for scripts")
+        action = actions.add_parser(name, help=text, description=text)
+        add_storage(action)
         if name == "verify":
             action.add_argument("checkpoint_id", metavar="ID", nargs="?",
                                 help="one checkpoint (default: every one)")
-        elif name != "ls":
+        elif name not in ("ls", "prune"):
             action.add_argument("checkpoint_id", metavar="ID")
         if name == "prune":
+            action.add_argument("checkpoint_id", metavar="ID", nargs="?")
             action.add_argument("--keep", action="append", default=[], metavar="SNAPSHOT_ID",
                                 help="a snapshot to keep with its ancestors (repeatable)")
+            action.add_argument("--dry-run", action="store_true",
+                                help="list what would be removed; remove nothing")
+            action.add_argument("--orphans", action="store_true",
+                                help="instead of one checkpoint's snapshots, delete the host "
+                                     "checkpoints no conversation references (no ID)")
+        if name == "tree":
+            action.add_argument("--since", metavar="SNAPSHOT_ID",
+                                help="draw only the subtree from this snapshot")
+            action.add_argument("--limit", type=int, metavar="N",
+                                help="draw at most N snapshots")
+    add_conversation_commands(commands, add_storage)
     return parser
-
-
-def _print_json(value: Any) -> None:
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(jsonable(value))).decode() + "\n")
-
-
-def _pending(checkpoint: Checkpoint) -> list[Any]:
-    head = checkpoint.head_snapshot
-    if head is None:
-        return []
-    return [
-        {"request_id": r.request_id, "source_executor_id": r.source_executor_id,
-         "data": jsonable(r.data), "response_type": r.response_type_name}
-        for r in inspect_snapshot(head).pending_requests.values()
-    ]
 
 
 def _show(checkpoint: Checkpoint, as_json: bool) -> None:
@@ -113,30 +130,19 @@ def _show(checkpoint: Checkpoint, as_json: bool) -> None:
     if as_json:
         _print_json(summary)
         return
-    for key in ("checkpoint_id", "workflow_name", "graph_signature_hash", "head_snapshot_id",
-                "storage_head_snapshot_id", "status", "snapshot_count"):
-        if key in summary:
-            print(f"{key + ':':26}{summary[key]}")
-    print(f"{'tips:':26}{', '.join(summary['tips'])}")
-    print(f"{'pending_requests:':26}{len(summary['pending_requests'])}")
-    for request in summary["pending_requests"]:
-        print(f"  - {_describe_request(request)}")
+    print_fields(summary, ("checkpoint_id", "workflow_name", "graph_signature_hash",
+                           "head_snapshot_id", "storage_head_snapshot_id", "status",
+                           "snapshot_count"), {"tips": ", ".join(summary["tips"])})
 
 
-def _describe_request(request: Any) -> str:
-    if not isinstance(request, dict):
-        return repr(request)
-    return (f"{request.get('request_id')}: {request.get('data')!r} "
-            f"(from {request.get('source_executor_id')}, "
-            f"answer type {request.get('response_type')})")
-
-
-def _tree(checkpoint: Checkpoint, as_json: bool) -> None:
+def _tree(checkpoint: Checkpoint, as_json: bool, since: str | None = None,
+          limit: int | None = None) -> None:
     if as_json:
         head = checkpoint.head_snapshot_id
-        _print_json([snapshot_summary(s, head) for s in checkpoint.snapshots])
+        shown = checkpoint.snapshots if since is None else subtree(checkpoint, since)
+        _print_json([snapshot_summary(s, head) for s in shown][:limit])
     else:
-        print(render_tree(checkpoint))
+        print(render_tree(checkpoint, since=since, limit=limit))
 
 
 def _pending_command(checkpoint: Checkpoint, as_json: bool) -> None:
@@ -151,18 +157,50 @@ def _export(checkpoint: Checkpoint, as_json: bool) -> None:
     _print_json(checkpoint_export(checkpoint))  # export is JSON either way
 
 
-_ON_CHECKPOINT = {"show": _show, "tree": _tree, "pending": _pending_command, "export": _export}
+_ON_CHECKPOINT: dict[str, Any] = {
+    "show": _show, "tree": _tree, "pending": _pending_command, "export": _export}
+
+
+def _would_prune(checkpoint: Checkpoint, keep: Sequence[str]) -> list[str]:
+    """What ``prune`` would remove: snapshots off the lineages of storage's head and ``keep``."""
+    roots = [*keep, *filter(None, [checkpoint.persisted_head_snapshot_id])]
+    alive = {s.snapshot_id for root in roots for s in checkpoint.ancestors(root)}
+    return [s.snapshot_id for s in checkpoint.snapshots if s.snapshot_id not in alive]
+
+
+async def _prune(args: argparse.Namespace, stores: Storages) -> int:
+    if args.orphans:
+        if args.checkpoint_id is not None or args.keep:
+            raise ValueError("prune --orphans takes no ID and no --keep")
+        return await prune_orphans(stores, dry_run=args.dry_run, as_json=args.json)
+    if args.checkpoint_id is None:
+        raise ValueError("prune needs a checkpoint ID (or --orphans)")
+    storage = stores.checkpoint_storage
+    if args.dry_run:
+        removed = _would_prune(await storage.load(args.checkpoint_id), args.keep)
+    else:
+        removed = await storage.prune(args.checkpoint_id, keep=args.keep)
+    verb = "would remove" if args.dry_run else "removed"
+    if args.json:
+        _print_json({verb.replace(" ", "_"): removed})
+    else:
+        print(f"{verb} {len(removed)} snapshot(s)" + "".join(f"\n  {r}" for r in removed))
+    return 0
 
 
 async def _checkpoints(args: argparse.Namespace) -> int:
-    async with open_storage(args.storage) as stores:
+    async with open_storage(args.storage, must_exist=True) as stores:
         storage = stores.checkpoint_storage
+        if args.command == "conversations":
+            return await run_conversations(args, stores)
         if args.action == "ls":
             ids = await storage.list_checkpoint_ids()
             if args.json:
                 _print_json(ids)
             else:
                 print("\n".join(ids))
+        elif args.action == "prune":
+            return await _prune(args, stores)
         elif args.action == "verify":
             reports = await verify(storage, args.checkpoint_id)
             if args.json:
@@ -170,20 +208,22 @@ async def _checkpoints(args: argparse.Namespace) -> int:
             else:
                 print("\n".join(describe(r) for r in reports) or "no checkpoints")
             return 0 if all(r["ok"] for r in reports) else 1
-        elif args.action == "prune":
-            removed = await storage.prune(args.checkpoint_id, keep=args.keep)
-            if args.json:
-                _print_json({"removed": removed})
-            else:
-                print(f"removed {len(removed)} snapshot(s)" + "".join(f"\n  {r}" for r in removed))
+        elif args.action == "tree":
+            checkpoint = await _hosted_view(stores, args.checkpoint_id)
+            _tree(checkpoint, args.json, args.since, args.limit)
         else:
-            checkpoint = await storage.load(args.checkpoint_id)
-            hosted = await conversation_head(stores.session_store, args.checkpoint_id)
-            if hosted is not None and hosted.head_snapshot_id != checkpoint.head_snapshot_id:
-                # the conversation's head is the truth (storage's is ahead after a failed turn)
-                checkpoint.restart_from(hosted.head_snapshot_id)
-            _ON_CHECKPOINT[args.action](checkpoint, args.json)
+            _ON_CHECKPOINT[args.action](await _hosted_view(stores, args.checkpoint_id),
+                                        args.json)
     return 0
+
+
+async def _hosted_view(stores: Storages, checkpoint_id: str) -> Checkpoint:
+    """The checkpoint at its conversation's head (storage's is ahead after a failed turn)."""
+    checkpoint = await stores.checkpoint_storage.load(checkpoint_id)
+    hosted = await conversation_head(stores.session_store, checkpoint_id)
+    if hosted is not None and hosted.head_snapshot_id != checkpoint.head_snapshot_id:
+        checkpoint.restart_from(hosted.head_snapshot_id)
+    return checkpoint
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -191,17 +231,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "serve":
-            from checkflow.cli._serve import serve  # needs uvicorn: only `serve` pays for it
-
-            foundry = bool(args.foundry)
-            host = args.host or ("0.0.0.0" if foundry else "127.0.0.1")
-            port = args.port if args.port is not None else (
-                int(os.environ.get("PORT", "8088")) if foundry else 8000)
-            asyncio.run(serve(args.target, host=host, port=port, storage=args.storage,
-                              adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
-                              authenticate=args.authenticate, foundry=foundry,
-                              public_url=args.public_url, logs=log_settings(args),
-                              otel=args.otel))
+            options = serve_options(args)
+            try:
+                from checkflow.cli._serve import serve  # needs uvicorn: only serve pays for it
+            except ModuleNotFoundError as exc:
+                if exc.name not in ("uvicorn", "starlette"):
+                    raise
+                raise ImportError(f"serve needs {exc.name}: pip install 'checkflow[hosting]'"
+                                  ) from exc
+            asyncio.run(serve(args.target, options))
             return 0
         return asyncio.run(_checkpoints(args))
     except (CheckflowError, ValueError, ImportError) as exc:

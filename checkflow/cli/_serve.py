@@ -7,6 +7,7 @@ command's implementation only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import inspect
@@ -19,12 +20,18 @@ from typing import Any
 import uvicorn
 
 from checkflow.agents import Agent
+from checkflow.cli._connections import (
+    bounded_protocol,
+    quiet_accept_errors,
+    within_descriptor_limit,
+)
 from checkflow.cli._logging import LogSettings, configure_logging
+from checkflow.cli._serve_options import ServeOptions
 from checkflow.cli._storage_url import open_storage
 from checkflow.hosting import Adapter, AgentHost, Host, WorkflowHost, create_app
 from checkflow.workflows import Interceptor
 
-__all__ = ["load_object", "serve"]
+__all__ = ["load_object", "serve", "server_config"]
 
 
 def load_object(spec: str) -> Any:
@@ -87,25 +94,10 @@ def _banner(target: str, url: str, storage: str) -> str:
     ])
 
 
-async def serve(
-    target: str,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    storage: str,
-    adapters: Sequence[str] = ("native",),
-    authenticate: str | None = None,
-    foundry: bool = False,
-    public_url: str | None = None,
-    logs: LogSettings | None = None,
-    otel: bool = False,
-) -> None:
+async def serve(target: str, options: ServeOptions) -> None:
     """Serve ``target`` until interrupted; prints the URL and a curl line to try first."""
-    logs = logs or LogSettings()
-    with _telemetry(otel, logs) as (interceptors, middleware):
-        await _serve(target, host=host, port=port, storage=storage, adapters=adapters,
-                     authenticate=authenticate, foundry=foundry, public_url=public_url,
-                     logs=logs, interceptors=interceptors, middleware=middleware)
+    with _telemetry(options.otel, options.logs) as (interceptors, middleware):
+        await _serve(target, options, interceptors, middleware)
 
 
 @contextlib.contextmanager
@@ -115,7 +107,7 @@ def _telemetry(otel: bool, logs: LogSettings) -> Iterator[tuple[list[Interceptor
         configure_logging(logs)
         yield [], []
         return
-    from starlette.middleware import Middleware
+    from starlette.middleware import Middleware  # only with --otel: the otel extra's imports
 
     from checkflow.telemetry import (
         OpenTelemetryInterceptor,
@@ -132,49 +124,52 @@ def _telemetry(otel: bool, logs: LogSettings) -> Iterator[tuple[list[Interceptor
         shutdown()
 
 
-async def _serve(
-    target: str,
-    *,
-    host: str,
-    port: int,
-    storage: str,
-    adapters: Sequence[str],
-    authenticate: str | None,
-    foundry: bool,
-    public_url: str | None,
-    logs: LogSettings,
-    interceptors: list[Interceptor],
-    middleware: list[Any],
-) -> None:
+async def _serve(target: str, options: ServeOptions, interceptors: list[Interceptor],
+                 middleware: list[Any]) -> None:
     obj = load_object(target)
-    auth = load_object(authenticate) if authenticate else None
-    adapter_objects = _adapters(adapters, public_url=public_url)
-    if foundry:  # the container contract: the Foundry adapter in container mode, once
+    auth = load_object(options.authenticate) if options.authenticate else None
+    adapter_objects = _adapters(options.adapters, public_url=options.public_url)
+    if options.foundry:  # the container contract: the Foundry adapter in container mode, once
         from checkflow.adapters.foundry import FoundryAdapter
 
         adapter_objects = [a for a in adapter_objects if not isinstance(a, FoundryAdapter)]
         adapter_objects.append(FoundryAdapter(container=True))
-    async with open_storage(storage) as stores:
+    async with open_storage(options.storage) as stores:
         hosted: Host
         if isinstance(obj, Agent):
-            hosted = AgentHost(obj, session_store=stores.session_store)
+            hosted = AgentHost(obj, session_store=stores.session_store,
+                               lease_seconds=options.lease_seconds)
         else:
             hosted = WorkflowHost(obj, session_store=stores.session_store,
                                   checkpoint_storage=stores.checkpoint_storage,
+                                  lease_seconds=options.lease_seconds,
                                   interceptors=interceptors)
         try:
             await hosted.describe()  # resolve the target now, not on the first request
         except TypeError as exc:
             raise ValueError(f"{target}: {exc}") from exc
         app = create_app(hosted, adapters=adapter_objects, authenticate=auth,
-                         middleware=middleware)
-        server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level=logs.level,
-                                               access_log=logs.access_log))
-        with _listening(host, port) as sock:
-            shown = f"[{host}]" if ":" in host else host
+                         on_disconnect=options.on_disconnect, middleware=middleware)
+        options = within_descriptor_limit(options)
+        quiet_accept_errors(asyncio.get_running_loop())
+        server = uvicorn.Server(server_config(app, options))
+        with _listening(options.host, options.port) as sock:
+            shown = f"[{options.host}]" if ":" in options.host else options.host
             url = f"http://{shown}:{sock.getsockname()[1]}"
-            print(_banner(target, url, storage), flush=True)
+            print(_banner(target, url, options.storage), flush=True)
             await server.serve(sockets=[sock])
+
+
+def server_config(app: Any, options: ServeOptions) -> uvicorn.Config:
+    """uvicorn's configuration for ``options``: bounded connections, a graceful shutdown."""
+    return uvicorn.Config(
+        app, log_config=None, log_level=options.logs.level, access_log=options.logs.access_log,
+        http=bounded_protocol(options.header_timeout),
+        timeout_keep_alive=max(1, round(options.keep_alive_timeout)),
+        limit_concurrency=options.limit_concurrency,
+        h11_max_incomplete_event_size=options.max_header_bytes,
+        timeout_graceful_shutdown=max(1, round(options.shutdown_timeout)),
+    )
 
 
 @contextlib.contextmanager
@@ -189,7 +184,11 @@ def _listening(host: str, port: int) -> Iterator[socket.socket]:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            shown = f"[{host}]" if ":" in host else host
+            raise ValueError(f"cannot listen on {shown}:{port}: {exc.strerror or exc}") from None
         sock.listen(2048)
         yield sock
     finally:

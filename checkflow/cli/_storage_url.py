@@ -41,8 +41,10 @@ class Storages:
     checkpoint_storage: CheckpointStorage
 
 
-def _file_storages(path: str) -> Storages:
+def _file_storages(path: str, must_exist: bool) -> Storages:
     root = Path(path or ".").expanduser()
+    if must_exist and not root.is_dir():
+        raise ValueError(f"--storage file:{path}: no such directory {str(root)!r}")
     return Storages(
         FileSessionStore(root / "sessions"), FileCheckpointStorage(root / "checkpoints")
     )
@@ -73,15 +75,20 @@ async def _cosmos_storages() -> AsyncIterator[Storages]:
 
 
 @contextlib.asynccontextmanager
-async def open_storage(url: str = DEFAULT_STORAGE) -> AsyncIterator[Storages]:
-    """Open the stores ``url`` names (closing any clients on exit); ``ValueError`` if unknown."""
+async def open_storage(url: str = DEFAULT_STORAGE, *, must_exist: bool = False
+                       ) -> AsyncIterator[Storages]:
+    """Open the stores ``url`` names (closing any clients on exit); ``ValueError`` if unknown.
+
+    ``must_exist`` (the inspection commands) refuses a ``file:`` directory that is not there,
+    instead of showing an empty storage for a mistyped path.
+    """
     scheme, sep, rest = url.partition(":")
     if not sep:
         raise ValueError(f"--storage {url!r}: expected memory:, file:PATH or cosmos:")
     if scheme == "memory":
         yield Storages(InMemorySessionStore(), InMemoryCheckpointStorage())
     elif scheme == "file":
-        yield _file_storages(rest)
+        yield _file_storages(rest, must_exist)
     elif scheme == "cosmos":
         async with _cosmos_storages() as storages:
             yield storages

@@ -10,7 +10,7 @@ from __future__ import annotations
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
 from checkflow.hosting import inspect_metadata
 
-__all__ = ["render_tree"]
+__all__ = ["render_tree", "subtree"]
 
 
 def _label(snapshot: CheckpointSnapshot, head: str | None) -> str:
@@ -25,13 +25,32 @@ def _label(snapshot: CheckpointSnapshot, head: str | None) -> str:
     return "  ".join(str(p) for p in parts)
 
 
-def render_tree(checkpoint: Checkpoint) -> str:
-    """The snapshot graph as text, roots in snapshot order, children in commit order."""
+def subtree(checkpoint: Checkpoint, since: str) -> list[CheckpointSnapshot]:
+    """``since`` and its descendants, in snapshot order (``SnapshotNotFoundError`` if unknown)."""
+    inside = {checkpoint.get_snapshot(since).snapshot_id}
+    for snapshot in checkpoint.snapshots:  # parents come before children in snapshot order
+        if snapshot.parent_snapshot_id in inside:
+            inside.add(snapshot.snapshot_id)
+    return [s for s in checkpoint.snapshots if s.snapshot_id in inside]
+
+
+def render_tree(checkpoint: Checkpoint, *, since: str | None = None,
+                limit: int | None = None) -> str:
+    """The snapshot graph as text, roots in snapshot order, children in commit order.
+
+    ``since`` draws only the subtree from that snapshot; ``limit`` stops after that many
+    snapshots, with a last line saying how many were left out.
+    """
     head = checkpoint.head_snapshot_id
     lines: list[str] = []
-    roots = [s for s in checkpoint.snapshots if s.parent_snapshot_id is None]
+    roots = ([checkpoint.get_snapshot(since)] if since is not None else
+             [s for s in checkpoint.snapshots if s.parent_snapshot_id is None])
     stack: list[tuple[CheckpointSnapshot, str, str]] = [(r, "", "") for r in reversed(roots)]
+    total = len(checkpoint.snapshots) if since is None else len(subtree(checkpoint, since))
     while stack:
+        if limit is not None and len(lines) >= limit:
+            lines.append(f"... {total - len(lines)} more snapshot(s) (raise --limit)")
+            break
         snapshot, first, rest = stack.pop()
         marker = "●" if snapshot.snapshot_id == head else "○"
         lines.append(f"{first}{marker} {_label(snapshot, head)}")

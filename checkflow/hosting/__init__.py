@@ -23,6 +23,14 @@ from checkflow.hosting._inspect import (
 )
 from checkflow.hosting._keys import current_conversation_id
 from checkflow.hosting._lookup import ConversationHead, conversation_head
+from checkflow.hosting._operate import (
+    HostedConversation,
+    find_orphan_checkpoints,
+    hosted_conversation,
+    list_hosted_conversations,
+    recover_conversation,
+    unlock_conversation,
+)
 from checkflow.hosting._protocol import Host, HostDescription, RunOptions
 from checkflow.hosting._records import RecordStore, StoredRecord
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
@@ -60,6 +68,7 @@ __all__ = [
     "ConversationState",
     "Host",
     "HostDescription",
+    "HostedConversation",
     "HostedRun",
     "HostedRunResult",
     "HostedRunStream",
@@ -79,18 +88,23 @@ __all__ = [
     "describe_error",
     "error_body",
     "error_response",
+    "find_orphan_checkpoints",
+    "hosted_conversation",
     "inspect_metadata",
     "inspect_state",
     "json_response",
     "jsonable",
+    "list_hosted_conversations",
     "pending_view",
     "read_json",
+    "recover_conversation",
     "request_principal",
     "response_schema",
     "run_view",
     "snapshot_detail",
     "snapshot_summary",
     "sse_response",
+    "unlock_conversation",
 ]
 
 _NEEDS_STARLETTE = {

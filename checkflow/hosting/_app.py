@@ -10,13 +10,14 @@ state or decide concurrency: the host does.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-import msgspec
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -24,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from checkflow.agents import ChatMessage
 from checkflow.errors import CheckflowError, InvalidConversationIdError
 from checkflow.hosting._adapter import Adapter, adapter_exception_handlers, adapter_prefixes
 from checkflow.hosting._agent_host import AgentHost
@@ -37,32 +39,23 @@ from checkflow.hosting._http import (
 )
 from checkflow.hosting._inspect import snapshot_detail
 from checkflow.hosting._mounts import PrefixMount, check_prefixes, check_routes_within
+from checkflow.hosting._native_pages import conversation_page, page_params, snapshot_page
+from checkflow.hosting._openapi import (
+    AgentRunRequest,
+    ChatMessageBody,
+    RunRequest,
+    openapi_document,
+)
 from checkflow.hosting._protocol import Host
-from checkflow.hosting._results import ResumeToken
 from checkflow.hosting._runs import HostedRun
 from checkflow.hosting._sse import ServerSentEvent, sse_response
-from checkflow.hosting._views import event_view, jsonable, run_view, snapshot_summary
+from checkflow.hosting._views import event_view, jsonable, run_view
 
 __all__ = ["build_app"]
 
-_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-NATIVE_PREFIXES = ("/v1", "/healthz", "/readyz")
+_OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
+NATIVE_PREFIXES = ("/v1", "/healthz", "/readyz", "/openapi.json")
 """The paths the native API owns; no adapter may mount under them."""
-
-
-class RunRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of ``POST /v1/conversations/{id}/runs``."""
-
-    message: Any = None
-    responses: dict[str, Any] | None = None
-    from_snapshot: str | None = None
-    resume_token: ResumeToken | None = None
-
-
-class AgentRunRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of an agent run: a text message (or a list of texts)."""
-
-    message: str | list[str]
 
 
 class _PrincipalMiddleware:
@@ -88,7 +81,22 @@ class _PrincipalMiddleware:
 
 
 _NATIVE_PREFIX = "/v1/conversations/"
-_BASE = _NATIVE_PREFIX + "{conversation_id:path}"
+class _SegmentConvertor(Convertor[str]):
+    """One path segment, possibly empty (so an empty id is refused by name, not a 404)."""
+
+    regex = "[^/]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("checkflow_segment", _SegmentConvertor())
+# One segment: an id's own "/" arrives encoded (%2F), so ``GET .../e1/runs`` is a 405 of the
+# runs route, never conversation "e1/runs".
+_BASE = _NATIVE_PREFIX + "{conversation_id:checkflow_segment}"
 
 
 class _EncodedNativePaths:
@@ -123,7 +131,9 @@ def _conversation_id(request: Request) -> str:
     return _param(request, "conversation_id")
 
 
-def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
+def _workflow_routes(host: Host, max_body_bytes: int, on_disconnect: str) -> list[BaseRoute]:
+    detached: set[asyncio.Task[Any]] = set()  # runs that outlive their stream ("continue")
+
     async def run(request: Request) -> Response:
         body = await read_json(request, RunRequest, max_body_bytes=max_body_bytes)
         if body.message is not None and body.responses is not None:
@@ -139,6 +149,9 @@ def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
         if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
             stream = await host.run(conversation_id, stream=True, **options)
             assert isinstance(stream, HostedRun)
+            if on_disconnect == "continue":
+                return sse_response(_detached_sse(host, stream, conversation_id,
+                                                  request_principal(request), detached))
             return sse_response(_sse(stream))
         result = await host.run(conversation_id, **options)
         return json_response(run_view(result))
@@ -149,10 +162,15 @@ def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
         return json_response(run_view(state))
 
     async def list_snapshots(request: Request) -> Response:
+        limit, cursor = page_params(request.query_params)
         checkpoint, token = await host.get_checkpoint(
             _conversation_id(request), principal=request_principal(request))
-        snapshots = [snapshot_summary(s, token.snapshot_id) for s in checkpoint.snapshots]
-        return json_response({"snapshots": snapshots})
+        return json_response(snapshot_page(checkpoint, token, limit, cursor))
+
+    async def list_conversations(request: Request) -> Response:
+        limit, cursor = page_params(request.query_params)
+        return json_response(await conversation_page(
+            host, request_principal(request), limit, cursor))
 
     async def get_snapshot(request: Request) -> Response:
         checkpoint, token = await host.get_checkpoint(
@@ -165,6 +183,7 @@ def _workflow_routes(host: Host, max_body_bytes: int) -> list[BaseRoute]:
         Route(_BASE + "/snapshots/{snapshot_id}", get_snapshot, methods=["GET"]),
         Route(_BASE + "/snapshots", list_snapshots, methods=["GET"]),
         Route(_BASE, get_conversation, methods=["GET"]),
+        Route("/v1/conversations", list_conversations, methods=["GET"]),
     ]
 
 
@@ -183,11 +202,49 @@ def _conversation_routes(
         return json_response({"conversation_id": _conversation_id(request),
                               "cancelled": cancelled})
 
+    async def events(request: Request) -> Response:
+        after_text = request.query_params.get("after")
+        try:
+            after = None if after_text is None else int(after_text)
+        except ValueError:
+            raise HttpError(400, "invalid_request",
+                            f"after must be an event sequence number, not {after_text!r}"
+                            ) from None
+        followed = host.subscribe(_conversation_id(request),
+                                  principal=request_principal(request), after=after)
+        return sse_response(_followed(followed))
+
     return [
         Route(_BASE + "/runs", run, methods=["POST"]),
         Route(_BASE + "/cancel", cancel, methods=["POST"]),
+        Route(_BASE + "/events", events, methods=["GET"]),
         Route(_BASE, delete_conversation, methods=["DELETE"]),
     ]
+
+
+async def _followed(events: AsyncIterator[Any]) -> AsyncIterator[ServerSentEvent]:
+    """A subscription as server-sent events (``id`` = the run's sequence)."""
+    async for event in events:
+        yield ServerSentEvent(event_view(event), event=type(event).__name__, id=event.sequence)
+
+
+async def _detached_sse(
+    host: Host, stream: HostedRun, conversation_id: str, principal: str | None,
+    detached: set[asyncio.Task[Any]],
+) -> AsyncIterator[ServerSentEvent]:
+    """Like ``_sse``, but the run is driven by a task of its own: a client that goes away
+    stops only its view (from the run's published events); the run finishes and commits."""
+    events = host.subscribe(conversation_id, principal=principal)  # before it can end
+    task = asyncio.ensure_future(stream.get_result())
+    detached.add(task)
+    task.add_done_callback(detached.discard)
+    try:
+        async for event in events:
+            yield ServerSentEvent(event_view(event), event=type(event).__name__,
+                                  id=event.sequence)
+        yield ServerSentEvent(run_view(await asyncio.shield(task)), event="result")
+    except Exception as exc:
+        yield ServerSentEvent(describe_error(exc)[1], event="error")
 
 
 async def _sse(stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
@@ -203,19 +260,51 @@ async def _sse(stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
         await stream.aclose()
 
 
+def _agent_input(message: str | list[str | ChatMessageBody]) -> str | list[Any]:
+    """Texts stay texts; chat message bodies become ``ChatMessage``s (422 for a bad role)."""
+    if isinstance(message, str):
+        return message
+    try:
+        return [m if isinstance(m, str) else ChatMessage(m.role, m.content)  # type: ignore[arg-type]
+                for m in message]
+    except ValueError as exc:
+        raise HttpError(422, "invalid_message", str(exc)) from None
+
+
 def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
     async def run(request: Request) -> Response:
         body = await read_json(request, AgentRunRequest, max_body_bytes=max_body_bytes)
         conversation_id = _conversation_id(request)
-        response = await host.run(
-            conversation_id, body.message, principal=request_principal(request))
+        principal = request_principal(request)
+        message = _agent_input(body.message)
+        if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
+            stream = await host.run(conversation_id, message=message, principal=principal,
+                                    stream=True)
+            return sse_response(_sse(stream))
+        response = await host.run(conversation_id, message, principal=principal)
         return json_response({
             "conversation_id": conversation_id,
             "text": response.text,
             "messages": jsonable(response.messages),
         })
 
-    return _conversation_routes(host, run)
+    async def history(request: Request) -> Response:
+        conversation_id = _conversation_id(request)
+        session = await host.get_session(conversation_id, principal=request_principal(request))
+        return json_response({"conversation_id": conversation_id,
+                              "messages": jsonable(list(session.state.get("messages", ())))})
+
+    return [*_conversation_routes(host, run), Route(_BASE, history, methods=["GET"])]
+
+
+def _openapi_route(host: Host) -> Route:
+    async def openapi(request: Request) -> Response:
+        description = await host.describe()
+        agent = isinstance(host, AgentHost)
+        return json_response(openapi_document("agent" if agent else "workflow",
+                                              description.name))
+
+    return Route("/openapi.json", openapi, methods=["GET"])
 
 
 def _health_routes(host: Host) -> list[BaseRoute]:
@@ -282,14 +371,15 @@ def build_app(
     authenticate: Authenticate | None,
     max_body_bytes: int,
     middleware: Sequence[Middleware] = (),
+    on_disconnect: str = "cancel",
 ) -> Starlette:
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
-    routes = _health_routes(host)
+    routes = [*_health_routes(host), _openapi_route(host)]
     routes.extend(_adapter_mounts(host, adapters, max_body_bytes))
     if isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
     else:
-        routes.extend(_workflow_routes(host, max_body_bytes))
+        routes.extend(_workflow_routes(host, max_body_bytes, on_disconnect))
     stack = [*middleware, Middleware(_EncodedNativePaths)]
     if authenticate is not None:
         stack.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))

@@ -18,6 +18,7 @@ from typing import Any, Union, get_args, get_origin
 import msgspec
 
 from checkflow.errors import InvalidMessageError
+from checkflow.workflows import convert_value, validation_detail
 
 __all__ = ["MessageConverter", "describe_type"]
 
@@ -35,12 +36,12 @@ def _is_record(tp: Any) -> bool:
         or typing.is_typeddict(tp)
         or (issubclass(tp, tuple) and hasattr(tp, "_fields"))
         or callable(getattr(tp, "from_dict", None))
+        or callable(getattr(tp, "model_validate", None))  # a pydantic model
     )
 
 
 def _record_fields(tp: type) -> int:
-    fields = getattr(tp, "__struct_fields__", None) or getattr(tp, "__annotations__", {})
-    return len(fields)
+    return len(_field_names(tp))
 
 
 _SCALARS: tuple[type, ...] = (bool, int, float, str, bytes)
@@ -85,27 +86,45 @@ class MessageConverter:
         return [describe_type(tp) for tp in self.candidates]
 
     def convert(self, value: Any) -> Any:
-        """The converted message; ``InvalidMessageError`` listing accepted types if none fits."""
+        """The converted message; ``InvalidMessageError`` if none fits, listing the accepted
+        types and naming the field and reason of the closest one (an object is closest to a
+        record type, anything else to the first type tried)."""
+        failures: list[tuple[Any, BaseException]] = []
         for tp in self.candidates:
             if tp is typing.Any or tp is object:
                 return value
             try:
-                return _convert_one(value, tp)
-            except (msgspec.ValidationError, TypeError, ValueError, KeyError):
-                continue
+                return convert_value(value, tp)
+            except (msgspec.ValidationError, TypeError, ValueError, KeyError) as exc:
+                failures.append((tp, exc))
         accepted = self.accepted_types
+        closest = _closest(value, failures)
+        field = reason = None
+        detail = ""
+        if closest is not None:
+            field, reason = validation_detail(closest[1])
+            detail = f" (as {describe_type(closest[0])}: {reason}" + (
+                f" at {field})" if field else ")")
         raise InvalidMessageError(
-            f"the message fits none of the workflow's input types: {', '.join(accepted)}",
-            accepted_types=accepted,
+            f"the message fits none of the workflow's input types: {', '.join(accepted)}"
+            f"{detail}", accepted_types=accepted, field=field, reason=reason,
         )
 
 
-def _convert_one(value: Any, tp: Any) -> Any:
-    from_dict = getattr(tp, "from_dict", None)
-    if callable(from_dict) and not dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise TypeError(
-                f"{describe_type(tp)}.from_dict needs an object, not {type(value).__name__}"
-            )
-        return from_dict(value)
-    return msgspec.convert(value, tp, strict=True)
+def _field_names(tp: Any) -> set[str]:
+    fields = (getattr(tp, "__struct_fields__", None) or getattr(tp, "model_fields", None)
+              or getattr(tp, "__annotations__", None) or ())
+    return {str(name) for name in fields}
+
+
+def _closest(value: Any, failures: list[tuple[Any, BaseException]]
+             ) -> tuple[Any, BaseException] | None:
+    """The failed type the value was most likely meant as: for an object, the record type
+    sharing the most field names with it; otherwise the first type tried."""
+    if not failures:
+        return None
+    records = [f for f in failures if _is_record(f[0])] if isinstance(value, dict) else []
+    if not records:
+        return failures[0]
+    keys = set(value)
+    return max(records, key=lambda f: len(keys & _field_names(f[0])))  # ties: the first

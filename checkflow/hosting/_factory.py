@@ -37,6 +37,7 @@ def create_app(
     authenticate: Authenticate | None = None,
     max_body_bytes: int = 1_048_576,
     middleware: Sequence[Middleware] = (),
+    on_disconnect: str = "cancel",
 ) -> Starlette:
     """A Starlette app serving ``host``: ``/healthz``, ``/readyz``, adapters, the native API.
 
@@ -46,8 +47,13 @@ def create_app(
     Each adapter is mounted as a sub-app under its prefixes; overlapping prefixes raise
     ``AdapterConflictError`` naming both. ``middleware`` (Starlette ``Middleware`` entries,
     first outermost) wraps every request, health probes and adapters included, outside the
-    principal check: e.g. ``Middleware(checkflow.telemetry.TracingMiddleware)``.
+    principal check: e.g. ``Middleware(checkflow.telemetry.TracingMiddleware)``. A streamed
+    native run whose client disconnects is cancelled at its next safe point
+    (``on_disconnect="cancel"``), or runs on and commits (``"continue"``; the client
+    re-attaches with ``GET /v1/conversations/{id}/events``).
     """
+    if on_disconnect not in ("cancel", "continue"):
+        raise ValueError(f"on_disconnect must be 'cancel' or 'continue', not {on_disconnect!r}")
     try:
         from checkflow.hosting._app import build_app
     except ModuleNotFoundError as exc:
@@ -55,4 +61,5 @@ def create_app(
             raise
         raise ImportError("create_app needs starlette: pip install 'checkflow[hosting]'") from exc
     return build_app(host, adapters=adapters, authenticate=authenticate,
-                     max_body_bytes=max_body_bytes, middleware=middleware)
+                     max_body_bytes=max_body_bytes, middleware=middleware,
+                     on_disconnect=on_disconnect)

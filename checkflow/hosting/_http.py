@@ -193,7 +193,8 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
         limits = {"limit": exc.limit, "maximum": exc.maximum, "actual": exc.actual}
         return 409, f"{exc.limit}_limit", limits, {}
     if isinstance(exc, InvalidMessageError):
-        return 422, "invalid_message", {"accepted_types": exc.accepted_types}, {}
+        return 422, "invalid_message", {"accepted_types": exc.accepted_types,
+                                        **_where(exc.field, exc.reason)}, {}
     if isinstance(exc, CheckpointLostError):  # before corruption: a loss, never "not found"
         lost = {"checkpoint_id": exc.checkpoint_id,
                 "expected_head_snapshot_id": exc.expected_head_snapshot_id,
@@ -207,8 +208,14 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
         _log.warning("storage fault while serving a request: %s: %s", type(exc).__name__, exc)
         return 503, storage[0], storage[1], {"Retry-After": "1"}
     if isinstance(exc, InvalidResponseError):
-        return 422, "invalid_response", {"request_id": exc.request_id}, {}
+        return 422, "invalid_response", {"request_id": exc.request_id,
+                                         **_where(exc.field, exc.reason)}, {}
     raise exc
+
+
+def _where(field: str | None, reason: str | None) -> dict[str, str]:
+    """``field``/``reason`` of a 422, when the conversion said where it failed."""
+    return {k: v for k, v in (("field", field), ("reason", reason)) if v is not None}
 
 
 _OS_FAULTS = {errno.ENOSPC: "storage_full", errno.EDQUOT: "storage_full",

@@ -39,6 +39,7 @@ from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._hosted_stream import HostedRunStream
 from checkflow.hosting._keys import GENERATION_KEY, ConversationKey, running_conversation
 from checkflow.hosting._lease import ConversationLease
+from checkflow.hosting._operate import recover_conversation
 from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._target import Resolver
@@ -432,6 +433,20 @@ class WorkflowHost(HostBase):
             raise ConversationNotFoundError(conversation_id)
         with contextlib.suppress(CheckpointNotFoundError):
             await self.checkpoint_storage.delete(ref.checkpoint_id)
+
+    async def recover(
+        self, conversation_id: str, *, principal: str | None = None
+    ) -> ResumeToken:
+        """Continue the conversation from the head its storage has now, after a lost head.
+
+        The session's reference is re-pointed at storage's current head (what came after it
+        is gone for good); the returned token names it. Refused with ``ConversationBusyError``
+        while a live lease is held; ``ConversationNotFoundError`` for an unknown
+        conversation, ``CheckpointNotFoundError`` when storage kept nothing of it.
+        """
+        return await recover_conversation(
+            self.session_store, self.checkpoint_storage, conversation_id,
+            principal=principal, leases=self._leases)
 
     async def _probe_more(self) -> None:
         with contextlib.suppress(CheckpointNotFoundError):

@@ -54,6 +54,7 @@ from checkflow.workflows._results import (
 )
 from checkflow.workflows._schema import response_schema
 from checkflow.workflows._stream import WorkflowRunStream
+from checkflow.workflows._validation import convert_value, validation_detail
 from checkflow.workflows._workflow import Workflow, set_agent_factory
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "WorkflowRunStream",
     "WorkflowStartedEvent",
     "WorkflowStatusEvent",
+    "convert_value",
     "encoded_size",
     "executor",
     "handler",
@@ -101,5 +103,6 @@ __all__ = [
     "response_schema",
     "set_agent_factory",
     "step",
+    "validation_detail",
     "workflow",
 ]

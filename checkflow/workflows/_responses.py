@@ -1,9 +1,10 @@
 """Answers to pending requests: validate, convert to the declared type, queue for delivery.
 
 Every id is checked before any answer is applied, so a bad batch changes nothing. Values are
-converted with ``msgspec.convert(value, response_type, strict=True)`` (``from_dict`` classes
-through their own constructor; ``Any`` unchecked). ``RequestCancelled()`` withdraws a request
-and reaches the requester only if its response handler accepts it. This module never commits.
+converted with ``msgspec.convert(value, response_type, strict=True)`` (pydantic models through
+``model_validate``, ``from_dict`` classes through their own constructor; ``Any`` unchecked).
+``RequestCancelled()`` withdraws a request and reaches the requester only if its response
+handler accepts it. This module never commits.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from checkflow.errors import InvalidResponseError
 from checkflow.workflows._events import RequestCancelledEvent, WorkflowEvent
 from checkflow.workflows._results import PendingRequest, RequestCancelled
 from checkflow.workflows._runstate import RunState
 from checkflow.workflows._typing import type_name
+from checkflow.workflows._validation import convert_value, validation_detail
 
 if TYPE_CHECKING:
     from checkflow.workflows._workflow import Workflow
@@ -31,27 +31,23 @@ def convert_response(request: PendingRequest, value: Any) -> Any:
     target = request.response_type
     if target is typing.Any or type(value) is target:
         return value
-    from_dict = getattr(target, "from_dict", None)
-    if isinstance(target, type) and isinstance(value, Mapping) and callable(from_dict):
-        try:
-            return from_dict(value)
-        except Exception as exc:
-            raise _mismatch(request, str(exc)) from exc
     try:
-        return msgspec.convert(value, target, strict=True)
-    except msgspec.ValidationError as exc:
-        raise _mismatch(request, str(exc)) from exc
+        return convert_value(value, target)
     except TypeError as exc:  # a type msgspec cannot convert to: accept instances only
         if isinstance(target, type) and isinstance(value, target):
             return value
-        raise _mismatch(request, str(exc)) from exc
+        raise _mismatch(request, exc) from exc
+    except Exception as exc:  # msgspec's, pydantic's or a from_dict's own refusal
+        raise _mismatch(request, exc) from exc
 
 
-def _mismatch(request: PendingRequest, detail: str) -> InvalidResponseError:
+def _mismatch(request: PendingRequest, exc: BaseException) -> InvalidResponseError:
+    field, reason = validation_detail(exc)
+    where = f" at {field}" if field else ""
     return InvalidResponseError(
         f"the response to request {request.request_id!r} must be "
-        f"{type_name(request.response_type)}: {detail}",
-        request_id=request.request_id,
+        f"{type_name(request.response_type)}: {reason}{where}",
+        request_id=request.request_id, field=field, reason=reason,
     )
 
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,29 +31,33 @@ class Server:
 
     START_SECONDS = 120.0
 
-    def __init__(self, target: str, storage: str, gates: Path, *extra: str) -> None:
+    def __init__(self, target: str, storage: str, gates: Path, *extra: str,
+                 preexec_fn: Callable[[], None] | None = None) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)]),
                "CHECKFLOW_E2E_GATES": str(gates)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "checkflow", "serve", target, "--port", "0",
              "--storage", storage, *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
+            preexec_fn=preexec_fn,
         )
         self.output: list[str] = []
         self._banner = threading.Event()
         threading.Thread(target=self._drain, daemon=True).start()
         self._banner.wait(self.START_SECONDS)
-        if not self.output or " on http://" not in self.output[0]:
+        banner = [line for line in self.output if " on http://" in line]
+        if not banner:
             self.stop()
             said = "".join(self.output)[-4000:] or "nothing"
             raise RuntimeError(f"server {target} did not start; it said: {said}")
-        self.url = self.output[0].split(" on ", 1)[1].split()[0]
+        self.url = banner[0].split(" on ", 1)[1].split()[0]
 
     def _drain(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:  # the banner is flushed once the socket is bound
             self.output.append(line)
-            self._banner.set()
+            if " on http://" in line:
+                self._banner.set()
         self._banner.set()
 
     def stop(self) -> None:
@@ -97,9 +101,11 @@ def start_server(tmp_path: Path, gates: Gates) -> Iterator[object]:
     servers: list[Server] = []
 
     def start(
-        target: str = "e2e_flows:workflow", storage: str | None = None, *extra: str
+        target: str = "e2e_flows:workflow", storage: str | None = None, *extra: str,
+        preexec_fn: Callable[[], None] | None = None,
     ) -> Server:
-        server = Server(target, storage or f"file:{tmp_path / 'store'}", gates.folder, *extra)
+        server = Server(target, storage or f"file:{tmp_path / 'store'}", gates.folder, *extra,
+                        preexec_fn=preexec_fn)
         servers.append(server)
         return server
 

@@ -158,3 +158,58 @@ def test_export_in_a_process_without_the_types_shows_them_opaque(storage_url: st
     assert len(exported["snapshots"]) == 4
     ticket = exported["snapshots"][0]["state"]["executor_states"]["desk"]["ticket"]
     assert ticket == {"$opaque": "tests.hosting.cli.Ticket", "value": {"code": "T-1"}}
+
+
+@pytest.mark.parametrize("command", [["checkpoints", "ls"], ["checkpoints", "show", "cp-1"],
+                                     ["conversations", "ls"]])
+def test_a_storage_path_that_does_not_exist_exits_2_naming_it(
+    command: list[str], tmp_path: Path, capsys: Any
+) -> None:
+    missing = tmp_path / "typo"
+    assert main([*command, "--storage", f"file:{missing}"]) == 2
+    assert str(missing) in capsys.readouterr().err
+    assert not missing.exists()  # inspecting never creates it
+
+
+def test_prune_dry_run_lists_what_would_go_and_removes_nothing(
+    storage_url: str, capsys: Any
+) -> None:
+    would = json.loads(cli(capsys, "checkpoints", "prune", "cp-1", "--dry-run",
+                           "--storage", storage_url, "--json"))["would_remove"]
+    assert shown(capsys, storage_url)["snapshot_count"] == 4
+    removed = json.loads(cli(capsys, "checkpoints", "prune", "cp-1", "--storage", storage_url,
+                             "--json"))["removed"]
+    assert would == removed and len(removed) == 2
+    text = cli(capsys, "checkpoints", "prune", "cp-1", "--dry-run", "--storage", storage_url)
+    assert text.startswith("would remove 0 snapshot(s)")
+
+
+def test_tree_since_and_limit_draw_part_of_the_history(storage_url: str, capsys: Any) -> None:
+    snapshots = json.loads(cli(capsys, "checkpoints", "tree", "cp-1", "--storage", storage_url,
+                               "--json"))
+    b = snapshots[1]["snapshot_id"]
+    since = cli(capsys, "checkpoints", "tree", "cp-1", "--since", b,
+                "--storage", storage_url).splitlines()
+    assert len(since) == 2 and since[0].startswith(f"○ {b}")
+    limited = cli(capsys, "checkpoints", "tree", "cp-1", "--limit", "2",
+                  "--storage", storage_url).splitlines()
+    assert len(limited) == 3 and limited[-1] == "... 2 more snapshot(s) (raise --limit)"
+    as_json = json.loads(cli(capsys, "checkpoints", "tree", "cp-1", "--since", b, "--limit", "1",
+                             "--storage", storage_url, "--json"))
+    assert [s["snapshot_id"] for s in as_json] == [b]
+    assert main(["checkpoints", "tree", "cp-1", "--since", "nope",
+                 "--storage", storage_url]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["serve", "m:a", "--json"]])
+def test_a_subcommand_without_json_output_refuses_json(argv: list[str], capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and "--json" in capsys.readouterr().err
+
+
+def test_export_honours_json_either_way(storage_url: str, capsys: Any) -> None:
+    plain = json.loads(cli(capsys, "checkpoints", "export", "cp-1", "--storage", storage_url))
+    assert plain == json.loads(cli(capsys, "checkpoints", "export", "cp-1", "--json",
+                                   "--storage", storage_url))

@@ -13,7 +13,8 @@ import pytest
 from checkflow.sessions import FileSessionStore, InMemorySessionStore, SessionStore
 
 
-@pytest.fixture(params=["memory", "file-json", "file-msgpack", "cosmos-json", "cosmos-msgpack"])
+@pytest.fixture(params=["memory", "file-json", "file-msgpack", "cosmos-json", "cosmos-msgpack",
+                        "cosmosaccount-json"])
 def session_store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
     backend, _, fmt = request.param.partition("-")
     if backend == "memory":
@@ -22,4 +23,5 @@ def session_store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStor
         return FileSessionStore(tmp_path / "sessions", format=fmt)
     from checkflow.storage.cosmos import CosmosSessionStore
 
-    return CosmosSessionStore(request.getfixturevalue("cosmos_container"), format=fmt)
+    container = "cosmos_account_container" if backend == "cosmosaccount" else "cosmos_container"
+    return CosmosSessionStore(request.getfixturevalue(container), format=fmt)

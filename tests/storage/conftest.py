@@ -36,11 +36,16 @@ def _file_msgpack(request: pytest.FixtureRequest) -> OpenStorage:
     return lambda: FileCheckpointStorage(root, format="msgpack")
 
 
-def _cosmos(request: pytest.FixtureRequest, format: Format = "json") -> OpenStorage:
+def _cosmos(request: pytest.FixtureRequest, format: Format = "json",
+            fixture: str = "cosmos_container") -> OpenStorage:
     from checkflow.storage.cosmos import CosmosCheckpointStorage
 
-    container = request.getfixturevalue("cosmos_container")  # the emulator (tests/conftest.py)
+    container = request.getfixturevalue(fixture)  # the emulator's (tests/cosmos_emulator.py)
     return lambda: CosmosCheckpointStorage(container, format=format)  # own ETag cache each
+
+
+def _cosmos_account(request: pytest.FixtureRequest) -> OpenStorage:
+    return _cosmos(request, fixture="cosmos_account_container")  # opt-in: a real account
 
 
 def _cosmos_msgpack(request: pytest.FixtureRequest) -> OpenStorage:
@@ -53,6 +58,7 @@ BACKENDS: dict[str, BackendFactory] = {
     "file-msgpack": _file_msgpack,
     "cosmos": _cosmos,
     "cosmos-msgpack": _cosmos_msgpack,
+    "cosmos-account": _cosmos_account,
 }
 
 
