@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from checkflow.checkpoints import Checkpoint
+from checkflow.cli._mermaid import render_mermaid
 from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
 from checkflow.cli._tree import render_tree
 from checkflow.errors import CheckflowError
@@ -72,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
         action.add_argument("--json", action="store_true", help="print JSON for scripts")
         if name != "ls":
             action.add_argument("checkpoint_id", metavar="ID")
+        if name == "tree":
+            action.add_argument("--mermaid", action="store_true",
+                                help="print the graph as a Mermaid flowchart")
         if name == "prune":
             action.add_argument("--keep", action="append", default=[], metavar="SNAPSHOT_ID",
                                 help="a snapshot to keep with its ancestors (repeatable)")
@@ -161,7 +165,10 @@ async def _checkpoints(args: argparse.Namespace) -> int:
             if hosted is not None and hosted.head_snapshot_id != checkpoint.head_snapshot_id:
                 # the conversation's head is the truth (storage's is ahead after a failed turn)
                 checkpoint.restart_from(hosted.head_snapshot_id)
-            _ON_CHECKPOINT[args.action](checkpoint, args.json)
+            if args.action == "tree" and args.mermaid:
+                print(render_mermaid(checkpoint))
+            else:
+                _ON_CHECKPOINT[args.action](checkpoint, args.json)
     return 0
 
 
