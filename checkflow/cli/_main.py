@@ -20,6 +20,8 @@ import msgspec
 
 from checkflow.checkpoints import Checkpoint
 from checkflow.cli._mermaid import render_mermaid
+from checkflow.cli._migrate import COMMAND as MIGRATE
+from checkflow.cli._migrate import add_migrate_parser, run_migrate
 from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
 from checkflow.cli._tree import render_tree
 from checkflow.errors import CheckflowError
@@ -79,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "prune":
             action.add_argument("--keep", action="append", default=[], metavar="SNAPSHOT_ID",
                                 help="a snapshot to keep with its ancestors (repeatable)")
+    add_migrate_parser(commands)
     return parser
 
 
@@ -187,6 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                               adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
                               authenticate=args.authenticate, foundry=foundry))
             return 0
+        if args.command == MIGRATE:
+            return asyncio.run(run_migrate(args))
         return asyncio.run(_checkpoints(args))
     except (CheckflowError, ValueError, ImportError) as exc:
         print(f"checkflow: error: {exc}", file=sys.stderr)
