@@ -15,11 +15,19 @@ import hashlib
 import os
 import tempfile
 import weakref
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
 
-__all__ = ["LoopLocks", "atomic_write", "exclusive_lock", "fsync_directory", "safe_name"]
+__all__ = [
+    "LoopLocks",
+    "atomic_write",
+    "exclusive_lock",
+    "fsync_directory",
+    "os_errors_as",
+    "safe_name",
+    "shared_lock",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -79,6 +87,42 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def shared_lock(path: Path) -> Iterator[None]:
+    """Hold a shared ``flock`` on ``path`` for reading, never opening it for writing.
+
+    Readers exclude writers (who hold ``exclusive_lock``) but not each other. Without a lock
+    file (a store nothing ever wrote to, or a read-only copy without one) or when it cannot
+    be opened, the read goes ahead unlocked: on a read-only store there is no writer to wait
+    for. Blocks the calling thread: call it from a worker thread.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def os_errors_as(wrap: Callable[[OSError], Exception]) -> Iterator[None]:
+    """Re-raise any ``OSError`` escaping the block as ``wrap(error)`` (chained to it).
+
+    Stores use it to turn a disk fault into their typed storage error at the boundary.
+    """
+    try:
+        yield
+    except OSError as exc:
+        raise wrap(exc) from exc
 
 
 class LoopLocks(Generic[K]):

@@ -6,6 +6,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     ├── StateError                          the state codec
     │   ├── UnregisteredStateTypeError      a value (or a type id) not in the registry
     │   └── StateEncodingError              a value the codec refuses (NaN, non-str dict key, ...)
+    │       └── StateNestingError           nested deeper than the codec's limit (or cyclic)
     ├── CheckpointError                     checkpoints and their storage
     │   ├── CheckpointConflictError         another writer advanced the persisted head
     │   ├── CheckpointNotFoundError         no checkpoint with that id in the storage
@@ -13,6 +14,8 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   ├── CheckpointInUseError            a run is active on this checkpoint
     │   ├── CommitOutcomeUnknownError       a remote commit may or may not have landed
     │   ├── CorruptCheckpointError          bytes that are not a valid checkpoint or snapshot
+    │   │   └── CheckpointLostError         storage no longer has a head a caller acknowledged
+    │   ├── StateTooLargeError              a state larger than the checkpoint's limit
     │   └── UnsupportedFormatVersionError   an envelope of an unknown format or version
     ├── WorkflowError                       building and running workflows
     │   ├── WorkflowValidationError         build() refused the graph
@@ -21,6 +24,10 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   ├── GraphSignatureMismatchError     the checkpoint belongs to another graph
     │   ├── InvalidResponseError            a response for an unknown request or of the wrong type
     │   └── InterceptorError                an interceptor raised (or skipped call_next)
+    ├── StorageError                        the storage medium failed (file system, database)
+    │   ├── StorageUnavailableError         cannot be reached or read right now
+    │   ├── StorageFullError                no space left (ENOSPC, EDQUOT)
+    │   └── StorageReadOnlyError            mounted read-only (EROFS): reads still work
     ├── SessionError                        agent sessions and their stores
     │   ├── SessionConflictError            a stale expected_version
     │   └── CorruptSessionError             a stored session that cannot be decoded
@@ -44,6 +51,7 @@ This module must never import anything else from checkflow.
 
 from __future__ import annotations
 
+import errno as _errno
 from typing import Any
 
 __all__ = [
@@ -54,6 +62,7 @@ __all__ = [
     "CheckpointConflictError",
     "CheckpointError",
     "CheckpointInUseError",
+    "CheckpointLostError",
     "CheckpointNotFoundError",
     "CommitOutcomeUnknownError",
     "ConversationBusyError",
@@ -75,6 +84,12 @@ __all__ = [
     "StaleResumeTokenError",
     "StateEncodingError",
     "StateError",
+    "StateNestingError",
+    "StateTooLargeError",
+    "StorageError",
+    "StorageFullError",
+    "StorageReadOnlyError",
+    "StorageUnavailableError",
     "UnregisteredStateTypeError",
     "UnsupportedFormatVersionError",
     "V1TypeRefusedError",
@@ -115,6 +130,18 @@ class StateEncodingError(StateError, ValueError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(message)
         self.path = path
+
+
+class StateNestingError(StateEncodingError):
+    """A value nested deeper than the codec's limit (``limit`` levels), or containing itself.
+
+    Depth counts containers in the encoded form (a tagged value such as a tuple or a
+    registered type adds one level); see ``checkflow.state.set_max_nesting_depth``.
+    """
+
+    def __init__(self, message: str, *, path: str = "", limit: int | None = None) -> None:
+        super().__init__(message, path=path)
+        self.limit = limit
 
 
 # -- checkpoints and storage ---------------------------------------------------------------
@@ -195,6 +222,33 @@ class CorruptCheckpointError(CheckpointError):
     def __init__(self, message: str, *, source: str = "") -> None:
         super().__init__(f"{source}: {message}" if source else message)
         self.source = source
+
+
+class CheckpointLostError(CorruptCheckpointError):
+    """Storage no longer has the head a caller acknowledged (and no prune removed it).
+
+    ``expected_head_snapshot_id`` is the head the caller knows was committed (e.g. a
+    session's ``CheckpointReference``); ``actual_head_snapshot_id`` is what storage has now
+    (``None``: the checkpoint itself is gone).
+    """
+
+    def __init__(
+        self,
+        checkpoint_id: str,
+        *,
+        expected_head_snapshot_id: str | None,
+        actual_head_snapshot_id: str | None,
+        source: str = "",
+    ) -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r} lost acknowledged head "
+            f"{expected_head_snapshot_id!r}: storage has {actual_head_snapshot_id!r} and no "
+            "prune removed it",
+            source=source,
+        )
+        self.checkpoint_id = checkpoint_id
+        self.expected_head_snapshot_id = expected_head_snapshot_id
+        self.actual_head_snapshot_id = actual_head_snapshot_id
 
 
 class UnsupportedFormatVersionError(CheckpointError):
@@ -291,6 +345,80 @@ class InterceptorError(WorkflowError):
         self.interceptor = interceptor
         self.hook = hook
         self.error = error
+
+
+class StateTooLargeError(CheckpointError):
+    """A commit's encoded state is larger than the checkpoint's ``max_state_bytes``.
+
+    Nothing was committed; ``size`` and ``limit`` are in bytes.
+    """
+
+    def __init__(self, checkpoint_id: str, *, size: int, limit: int) -> None:
+        super().__init__(
+            f"checkpoint {checkpoint_id!r}: the state to commit is {size} bytes encoded, over "
+            f"the limit of {limit}")
+        self.checkpoint_id = checkpoint_id
+        self.size = size
+        self.limit = limit
+
+
+# -- storage faults ------------------------------------------------------------------------
+
+
+class StorageError(CheckflowError):
+    """The storage medium failed: nothing was changed by the failing call.
+
+    ``operation`` says what was attempted (``"commit"``, ``"read"``, ...), ``resource`` the
+    file or item, ``errno`` the OS error number when there is one. Checkpoint storages and
+    session stores raise the subclasses; build one from an ``OSError`` with ``from_os_error``.
+    """
+
+    def __init__(
+        self, message: str, *, operation: str = "", resource: str = "", errno: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.resource = resource
+        self.errno = errno
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, *, operation: str, resource: str) -> StorageError:
+        """The typed fault for ``exc``: full (ENOSPC, EFBIG, EDQUOT), read-only (EROFS), else
+        unavailable."""
+        code = exc.errno
+        kind: type[StorageError]
+        if code in _FULL_ERRNOS:
+            kind, what = StorageFullError, "the storage is full"
+        elif code == _errno.EROFS:
+            kind, what = StorageReadOnlyError, "the storage is read-only"
+        else:
+            kind, what = StorageUnavailableError, "the storage is unavailable"
+        reason = exc.strerror or type(exc).__name__
+        return kind(
+            f"{operation} failed on {resource}: {what} ({reason})",
+            operation=operation,
+            resource=resource,
+            errno=code,
+        )
+
+
+class StorageUnavailableError(StorageError):
+    """The storage cannot be reached, read or written right now (I/O error, permissions...)."""
+
+
+class StorageFullError(StorageError):
+    """No space left (``ENOSPC``), a quota used up (``EDQUOT``) or a file size limit (``EFBIG``)."""
+
+
+class StorageReadOnlyError(StorageError):
+    """The storage is read-only (``EROFS``): reads still work, writes cannot."""
+
+
+_FULL_ERRNOS = frozenset(
+    code
+    for code in (_errno.ENOSPC, _errno.EFBIG, getattr(_errno, "EDQUOT", None))
+    if code is not None
+)
 
 
 # -- sessions ------------------------------------------------------------------------------

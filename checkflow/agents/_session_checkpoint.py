@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
-from checkflow.errors import AgentError, CheckpointNotFoundError, SnapshotNotFoundError
+from checkflow.errors import (
+    AgentError,
+    CheckpointLostError,
+    CheckpointNotFoundError,
+    SnapshotNotFoundError,
+)
 
 __all__ = [
     "CHECKPOINT_KEY",
@@ -41,8 +46,12 @@ async def load_session_checkpoint(
 ) -> SessionCheckpoint | None:
     """The session's checkpoint at its last good head, or ``None`` when there is none to resume.
 
-    ``None`` also when the referenced checkpoint was deleted or its good head pruned away:
-    the conversation then starts afresh. A reference without a ``storage`` to load it from,
+    ``None`` also when the checkpoint was deleted, or its good head pruned away on purpose
+    (``prune`` records what it removes): the conversation then starts afresh. When the
+    checkpoint is there but lacks the head the session acknowledged and no prune removed it
+    (a log cut short, an item lost), ``CheckpointLostError`` names the checkpoint, the
+    expected head and what storage has, instead of quietly starting over: the caller
+    decides (a host's ``recover``). A reference without a ``storage`` to load it from,
     or a value that is neither a checkpoint nor a reference, raises ``AgentError`` naming
     ``owner`` (the session or conversation, for the message).
     """
@@ -59,16 +68,21 @@ async def load_session_checkpoint(
         raise AgentError(
             f"{owner} references checkpoint {held.checkpoint_id!r} in a storage, but no "
             "checkpoint_storage was given to load it from")
+    head = held.head_snapshot_id
     try:
         checkpoint = await storage.load(held.checkpoint_id)
     except CheckpointNotFoundError:
-        return None
-    head = held.head_snapshot_id
+        return None  # deleted as a whole (a deliberate act): the conversation starts afresh
     if head is not None and head != checkpoint.head_snapshot_id:
         try:
             checkpoint.restart_from(head)  # continue from the session's last good turn
         except SnapshotNotFoundError:
-            return None  # pruned away beneath us: nothing to resume from
+            if head in checkpoint.pruned_snapshot_ids:
+                return None  # pruned on purpose: nothing to resume from, start afresh
+            raise CheckpointLostError(
+                held.checkpoint_id, expected_head_snapshot_id=head,
+                actual_head_snapshot_id=checkpoint.persisted_head_snapshot_id, source=owner,
+            ) from None
     return SessionCheckpoint(checkpoint, head)
 
 

@@ -24,6 +24,7 @@ from checkflow.errors import (
     CheckpointInUseError,
     CorruptCheckpointError,
     SnapshotNotFoundError,
+    StateTooLargeError,
 )
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ class Checkpoint:
 
     Storages build loaded checkpoints through this same constructor; ``head_snapshot_id`` is
     then the persisted head. ``checkpoint_storage`` is a runtime attachment, never serialized.
+    Snapshots whose parent links form a cycle, point outside the checkpoint or repeat an id
+    raise ``CorruptCheckpointError``. ``pruned_snapshot_ids`` is what the storage recorded as
+    pruned (storages pass it; it is not serialized by ``to_bytes``).
     """
 
     def __init__(
@@ -58,11 +62,15 @@ class Checkpoint:
         snapshots: Iterable[CheckpointSnapshot] = (),
         head_snapshot_id: str | None = None,
         checkpoint_storage: CheckpointStorage | None = None,
+        pruned_snapshot_ids: Iterable[str] = (),
     ) -> None:
         self.checkpoint_id = checkpoint_id if checkpoint_id is not None else uuid.uuid4().hex
         self.workflow_name = workflow_name
         self.graph_signature_hash = graph_signature_hash
         self._storage = checkpoint_storage
+        self._pruned = frozenset(pruned_snapshot_ids)
+        self.max_state_bytes: int | None = None
+        """Refuse a commit whose encoded state is larger (runtime-only; hosts set it)."""
         self._commit_lock = asyncio.Lock()
         self._restarts = 0  # bumped by restart_from: a commit landing later leaves the head be
         self._set_graph(list(snapshots), head_snapshot_id)
@@ -72,18 +80,22 @@ class Checkpoint:
         children: dict[str, list[str]] = {}
         for snapshot in snapshots:
             if snapshot.snapshot_id in by_id:
-                raise ValueError(f"duplicate snapshot id {snapshot.snapshot_id!r}")
+                raise CorruptCheckpointError(
+                    f"checkpoint {self.checkpoint_id!r} holds snapshot "
+                    f"{snapshot.snapshot_id!r} twice"
+                )
             by_id[snapshot.snapshot_id] = snapshot
             children[snapshot.snapshot_id] = []
         for snapshot in snapshots:
             parent = snapshot.parent_snapshot_id
             if parent is not None:
                 if parent not in by_id:
-                    raise ValueError(
+                    raise CorruptCheckpointError(
                         f"snapshot {snapshot.snapshot_id!r} names parent {parent!r}, "
                         "which is not among the checkpoint's snapshots"
                     )
                 children[parent].append(snapshot.snapshot_id)
+        _refuse_cycles(self.checkpoint_id, by_id)
         if head is None and by_id:
             raise ValueError("a checkpoint with snapshots needs a head_snapshot_id")
         if head is not None and head not in by_id:
@@ -110,6 +122,15 @@ class Checkpoint:
     def snapshots(self) -> list[CheckpointSnapshot]:
         """Every retained snapshot in creation order (a new list; the snapshots are immutable)."""
         return list(self._snapshots.values())
+
+    @property
+    def pruned_snapshot_ids(self) -> frozenset[str]:
+        """Ids of snapshots the storage's ``prune()`` removed (as of load or refresh).
+
+        Lets a caller that remembers a head tell a pruned head (not a loss) from a lost one
+        (``CheckpointLostError``). Storages record prunes; an unattached checkpoint has none.
+        """
+        return self._pruned
 
     @property
     def head_snapshot_id(self) -> str | None:
@@ -182,6 +203,7 @@ class Checkpoint:
             snapshot = CheckpointSnapshot(
                 state=state, parent_snapshot_id=self._head, metadata=metadata, format=fmt
             )
+            self._check_size(snapshot)
         except BaseException:
             self._commit_lock.release()
             raise
@@ -195,6 +217,14 @@ class Checkpoint:
         # next commit start before this one's outcome is in memory.
         task.add_done_callback(_release(self._commit_lock))
         return await asyncio.shield(task)
+
+    def _check_size(self, snapshot: CheckpointSnapshot) -> None:
+        limit = self.max_state_bytes
+        if limit is None:
+            return
+        size = sum(len(d) for parts in snapshot.record.parts.values() for d in parts.values())
+        if size > limit:
+            raise StateTooLargeError(self.checkpoint_id, size=size, limit=limit)
 
     async def _persist(
         self,
@@ -230,6 +260,7 @@ class Checkpoint:
             self.workflow_name = loaded.workflow_name
             self.graph_signature_hash = loaded.graph_signature_hash
             self._set_graph(loaded.snapshots, loaded.persisted_head_snapshot_id)
+            self._pruned = loaded.pruned_snapshot_ids
 
     # -- serialization -------------------------------------------------------------------
 
@@ -260,7 +291,8 @@ class Checkpoint:
         """Rebuild a checkpoint from ``to_bytes()`` output, unattached unless a storage is given.
 
         Raises ``UnsupportedFormatVersionError`` for an unknown envelope kind or version and
-        ``CorruptCheckpointError`` (naming ``source``) for malformed bytes.
+        ``CorruptCheckpointError`` (naming ``source``) for malformed bytes, values nested past
+        the codec's limit, or parent links that form a cycle or leave the checkpoint.
         """
         envelope, records = _envelope.decode(data, format=format, source=source)
         try:
@@ -272,7 +304,7 @@ class Checkpoint:
                 head_snapshot_id=envelope.head_snapshot_id,
                 checkpoint_storage=checkpoint_storage,
             )
-        except (ValueError, SnapshotNotFoundError) as exc:
+        except (ValueError, SnapshotNotFoundError, CorruptCheckpointError) as exc:
             raise CorruptCheckpointError(str(exc), source=source) from exc
 
     def __repr__(self) -> str:
@@ -280,6 +312,29 @@ class Checkpoint:
             f"Checkpoint(checkpoint_id={self.checkpoint_id!r}, head_snapshot_id={self._head!r}, "
             f"snapshots={len(self._snapshots)})"
         )
+
+
+def _refuse_cycles(checkpoint_id: str, by_id: Mapping[str, CheckpointSnapshot]) -> None:
+    """Raise ``CorruptCheckpointError`` if following parent links ever revisits a snapshot.
+
+    Every snapshot is walked at most once (iteratively): a walk stops at a snapshot already
+    known to reach a root.
+    """
+    rooted: set[str] = set()
+    for start in by_id:
+        path: list[str] = []
+        on_path: set[str] = set()
+        current: str | None = start
+        while current is not None and current not in rooted:
+            if current in on_path:
+                raise CorruptCheckpointError(
+                    f"checkpoint {checkpoint_id!r}: the parent links of snapshot "
+                    f"{current!r} form a cycle"
+                )
+            path.append(current)
+            on_path.add(current)
+            current = by_id[current].parent_snapshot_id
+        rooted.update(path)
 
 
 def _release(lock: asyncio.Lock) -> Any:

@@ -122,3 +122,7 @@ def _parse(decoder: Any, data: bytes, what: str, source: str) -> Any:
         return decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CorruptCheckpointError(f"{what} checkpoint envelope: {exc}", source=source) from exc
+    except RecursionError as exc:
+        raise CorruptCheckpointError(
+            f"{what} checkpoint envelope: nested too deeply to parse", source=source
+        ) from exc

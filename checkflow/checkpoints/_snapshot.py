@@ -19,6 +19,7 @@ from checkflow.checkpoints._ids import new_snapshot_id
 from checkflow.errors import (
     CorruptCheckpointError,
     StateEncodingError,
+    StateNestingError,
     UnsupportedFormatVersionError,
 )
 
@@ -152,29 +153,53 @@ def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, 
     return parts
 
 
+def _metadata_tree(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Metadata in ``to_builtins`` form, refused (``StateNestingError``) past the depth limit."""
+    tree: dict[str, Any] = codec.to_builtins(dict(metadata or {}), path="metadata")
+    limit = codec.max_nesting_depth()
+    if codec.nesting_depth_exceeds(tree, limit):
+        raise StateNestingError(
+            f"snapshot metadata nested deeper than {limit} levels", path="metadata", limit=limit
+        )
+    return tree
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def check_record(record: SnapshotRecord, *, source: str = "") -> None:
     """Refuse a record of an unknown version or encoding, or with the wrong buckets."""
+    _check_header(record, source=source)
+    if set(record.parts) != set(STATE_BUCKETS) or set(record.parts["messages"]) != set(
+        MESSAGE_KEYS
+    ):
+        raise CorruptCheckpointError(
+            f"snapshot {record.snapshot_id!r} does not hold the four state buckets",
+            source=source,
+        )
+
+
+def _check_header(
+    record: SnapshotRecord | SnapshotHeader, *, source: str, format: str | None = None
+) -> None:
     if record.format_version != FORMAT_VERSION:
         raise UnsupportedFormatVersionError(
             f"{source + ': ' if source else ''}snapshot {record.snapshot_id!r} has format "
             f"version {record.format_version}; this release reads version {FORMAT_VERSION}",
             version=record.format_version,
         )
-    if record.format not in _FORMATS:
+    fmt = format if format is not None else getattr(record, "format", None)
+    if fmt not in _FORMATS:
         raise UnsupportedFormatVersionError(
             f"{source + ': ' if source else ''}snapshot {record.snapshot_id!r} has unknown "
-            f"encoding {record.format!r}",
-            format=record.format,
+            f"encoding {fmt!r}",
+            format=fmt,
         )
-    if set(record.parts) != set(STATE_BUCKETS) or set(record.parts["messages"]) != set(
-        MESSAGE_KEYS
-    ):
+    limit = codec.max_nesting_depth()
+    if codec.nesting_depth_exceeds(record.metadata, limit):
         raise CorruptCheckpointError(
-            f"snapshot {record.snapshot_id!r} does not hold the four state buckets",
+            f"snapshot {record.snapshot_id!r} has metadata nested deeper than {limit} levels",
             source=source,
         )
 
@@ -188,7 +213,7 @@ class CheckpointSnapshot:
     with ``CheckpointSnapshot.from_record()``.
     """
 
-    __slots__ = ("_record", "_source")
+    __slots__ = ("_fetch", "_format", "_header", "_parent", "_record", "_sid", "_source")
 
     def __init__(
         self,
@@ -204,14 +229,19 @@ class CheckpointSnapshot:
         if format not in _FORMATS:
             raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
         self._source = ""
-        self._record = SnapshotRecord(
+        self._header: SnapshotHeader | None = None
+        self._fetch: Callable[[], dict[str, dict[str, bytes]]] | None = None
+        self._format: Format = format
+        self._record: SnapshotRecord | None
+        self._record = record = SnapshotRecord(
             snapshot_id=snapshot_id if snapshot_id is not None else new_snapshot_id(),
             parent_snapshot_id=parent_snapshot_id,
             timestamp=timestamp if timestamp is not None else _now_iso(),
-            metadata=codec.to_builtins(dict(metadata or {}), path="metadata"),
+            metadata=_metadata_tree(metadata),
             format=format,
             parts=_encode_parts(state, format),
         )
+        self._sid, self._parent = record.snapshot_id, record.parent_snapshot_id
 
     @classmethod
     def from_record(cls, record: SnapshotRecord, *, source: str = "") -> CheckpointSnapshot:
@@ -223,49 +253,91 @@ class CheckpointSnapshot:
         snapshot = cls.__new__(cls)
         snapshot._record = record
         snapshot._source = source
+        snapshot._header = None
+        snapshot._fetch = None
+        snapshot._format = record.format
+        snapshot._sid, snapshot._parent = record.snapshot_id, record.parent_snapshot_id
+        return snapshot
+
+    @classmethod
+    def deferred(
+        cls,
+        header: SnapshotHeader,
+        *,
+        format: Format,
+        fetch: Callable[[], dict[str, dict[str, bytes]]],
+        source: str = "",
+    ) -> CheckpointSnapshot:
+        """A persisted snapshot whose parts are read by ``fetch()`` only when first needed.
+
+        For storages that index their records: lineage, timestamp and metadata come from
+        ``header`` at once; ``state``, ``record`` and ``verify()`` call ``fetch`` (once; the
+        record is then kept). The header is checked now, the parts when fetched.
+        """
+        _check_header(header, source=source, format=format)
+        snapshot = cls.__new__(cls)
+        snapshot._record = None
+        snapshot._header = header
+        snapshot._fetch = fetch
+        snapshot._format = format
+        snapshot._source = source
+        snapshot._sid, snapshot._parent = header.snapshot_id, header.parent_snapshot_id
         return snapshot
 
     @property
     def record(self) -> SnapshotRecord:
         """The persisted form (immutable; never mutate its dicts)."""
-        return self._record
+        record = self._record
+        if record is None:
+            assert self._header is not None and self._fetch is not None
+            record = SnapshotRecord.from_header(self._header, format=self._format,
+                                                parts=self._fetch())
+            check_record(record, source=self._source)
+            self._record = record
+        return record
+
+    @property
+    def _head(self) -> SnapshotHeader | SnapshotRecord:
+        return self._header if self._record is None and self._header is not None else self.record
 
     @property
     def snapshot_id(self) -> str:
         """This snapshot's id, unique within its checkpoint."""
-        return self._record.snapshot_id
+        return self._sid
 
     @property
     def parent_snapshot_id(self) -> str | None:
         """The snapshot this one continues from; ``None`` for a lineage's first snapshot."""
-        return self._record.parent_snapshot_id
+        return self._parent
 
     @property
     def timestamp(self) -> str:
         """When the snapshot was created, ISO 8601 in UTC."""
-        return self._record.timestamp
+        return self._head.timestamp
 
     @property
     def format_version(self) -> int:
         """The snapshot format this one was written in (see ``FORMAT_VERSION``)."""
-        return self._record.format_version
+        return self._head.format_version
 
     @property
     def metadata(self) -> dict[str, Any]:
         """Diagnostic metadata (``boundary``, ``superstep``, ...), a fresh dict per access."""
-        return self._decode(lambda: codec.from_builtins(self._record.metadata, path="metadata"))
+        head = self._head
+        return self._decode(lambda: codec.from_builtins(head.metadata, path="metadata"))
 
     @property
     def state(self) -> dict[str, Any]:
         """The four state buckets, decoded into a fresh dict on every access."""
-        fmt = self._record.format
+        record = self.record
+        fmt = record.format
         return self._decode(
             lambda: {
                 bucket: {
                     key: codec.decode(data, format=fmt, path=f"{bucket}.{key}")
                     for key, data in parts.items()
                 }
-                for bucket, parts in self._record.parts.items()
+                for bucket, parts in record.parts.items()
             }
         )
 
@@ -276,11 +348,12 @@ class CheckpointSnapshot:
         Type ids this process has not registered pass here (tools may still inspect the
         snapshot); reading ``state`` then raises ``UnregisteredStateTypeError``.
         """
-        fmt = self._record.format
+        record = self.record
+        fmt = record.format
         self._decode(
             lambda: {
                 f"{bucket}.{key}": codec.decode_for_inspection(data, format=fmt)
-                for bucket, parts in self._record.parts.items()
+                for bucket, parts in record.parts.items()
                 for key, data in parts.items()
             }
         )
@@ -302,7 +375,7 @@ class CheckpointSnapshot:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CheckpointSnapshot):
             return NotImplemented
-        return self._record == other._record
+        return self.record == other.record
 
     def __hash__(self) -> int:
-        return hash(self._record.snapshot_id)
+        return hash(self.snapshot_id)

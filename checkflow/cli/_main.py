@@ -24,6 +24,7 @@ from checkflow.cli._migrate import COMMAND as MIGRATE
 from checkflow.cli._migrate import add_migrate_parser, run_migrate
 from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, open_storage
 from checkflow.cli._tree import render_tree
+from checkflow.cli._verify import describe, verify
 from checkflow.errors import CheckflowError
 from checkflow.hosting import (
     checkpoint_export,
@@ -69,11 +70,16 @@ def _parser() -> argparse.ArgumentParser:
                        ("tree", "the snapshot graph, branches and head marked"),
                        ("pending", "the pending requests at the head"),
                        ("prune", "delete snapshots not reachable from the head or --keep"),
-                       ("export", "the whole checkpoint as JSON")]:
+                       ("export", "the whole checkpoint as JSON"),
+                       ("verify", "read every record; report torn tails, corruption and "
+                                  "leftovers (exit 1 when any is found)")]:
         action = actions.add_parser(name, help=text)
         action.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
         action.add_argument("--json", action="store_true", help="print JSON for scripts")
-        if name != "ls":
+        if name == "verify":
+            action.add_argument("checkpoint_id", metavar="ID", nargs="?",
+                                help="one checkpoint (default: every one)")
+        elif name != "ls":
             action.add_argument("checkpoint_id", metavar="ID")
         if name == "tree":
             action.add_argument("--mermaid", action="store_true",
@@ -156,6 +162,13 @@ async def _checkpoints(args: argparse.Namespace) -> int:
                 _print_json(ids)
             else:
                 print("\n".join(ids))
+        elif args.action == "verify":
+            reports = await verify(storage, args.checkpoint_id)
+            if args.json:
+                _print_json(reports)
+            else:
+                print("\n".join(describe(r) for r in reports) or "no checkpoints")
+            return 0 if all(r["ok"] for r in reports) else 1
         elif args.action == "prune":
             removed = await storage.prune(args.checkpoint_id, keep=args.keep)
             if args.json:

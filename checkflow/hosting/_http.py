@@ -20,6 +20,7 @@ from starlette.responses import Response
 from checkflow.errors import (
     CheckpointConflictError,
     CheckpointInUseError,
+    CheckpointLostError,
     CommitOutcomeUnknownError,
     ConversationBusyError,
     ConversationLimitError,
@@ -32,6 +33,10 @@ from checkflow.errors import (
     InvalidResponseError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
+    StateTooLargeError,
+    StorageError,
+    StorageFullError,
+    StorageReadOnlyError,
 )
 from checkflow.hosting._views import error_body
 
@@ -189,6 +194,14 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
         return 409, f"{exc.limit}_limit", limits, {}
     if isinstance(exc, InvalidMessageError):
         return 422, "invalid_message", {"accepted_types": exc.accepted_types}, {}
+    if isinstance(exc, CheckpointLostError):  # before corruption: a loss, never "not found"
+        lost = {"checkpoint_id": exc.checkpoint_id,
+                "expected_head_snapshot_id": exc.expected_head_snapshot_id,
+                "actual_head_snapshot_id": exc.actual_head_snapshot_id}
+        _log.error("acknowledged history lost: %s", exc)
+        return 500, "checkpoint_lost", lost, {}
+    if isinstance(exc, StateTooLargeError):
+        return 422, "state_too_large", {"size": exc.size, "limit": exc.limit}, {}
     storage = _storage_fault(exc)
     if storage is not None:
         _log.warning("storage fault while serving a request: %s: %s", type(exc).__name__, exc)
@@ -208,7 +221,11 @@ def _storage_fault(exc: BaseException) -> tuple[str, dict[str, Any]] | None:
         return "checkpoint_corrupt", {"source": exc.source}
     if isinstance(exc, CorruptSessionError):
         return "session_corrupt", {"source": exc.source}
-    if isinstance(exc, CommitOutcomeUnknownError):
+    if isinstance(exc, StorageFullError):
+        return "storage_full", {}
+    if isinstance(exc, StorageReadOnlyError):
+        return "storage_read_only", {}
+    if isinstance(exc, (StorageError, CommitOutcomeUnknownError)):
         return "storage_unavailable", {}
     if isinstance(exc, OSError):
         return _OS_FAULTS.get(exc.errno or 0, "storage_unavailable"), {}

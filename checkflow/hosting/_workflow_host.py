@@ -85,7 +85,9 @@ class WorkflowHost(HostBase):
     checkpoint holding ``max_snapshots`` snapshots, are refused with
     ``ConversationLimitError`` (HTTP 409 ``pending_requests_limit`` / ``snapshots_limit``)
     before anything runs: answer requests, or prune the checkpoint
-    (``checkpoints prune`` removes every branch off the conversation's lineage), first. A
+    (``checkpoints prune`` removes every branch off the conversation's lineage), first; a
+    commit whose encoded state exceeds ``max_state_bytes`` fails the turn with
+    ``StateTooLargeError`` (HTTP 422 ``state_too_large``), committing nothing. A
     conversation whose own lineage reaches ``max_snapshots`` can only start afresh (delete
     it) or be given a higher limit: lineage is never rewritten.
     """
@@ -102,6 +104,7 @@ class WorkflowHost(HostBase):
         interceptors: Sequence[Interceptor] = (),
         max_pending_requests: int | None = 1_000,
         max_snapshots: int | None = 10_000,
+        max_state_bytes: int | None = 16 * 1024 * 1024,
     ) -> None:
         if on_signature_mismatch not in ("reject", "new_checkpoint"):
             raise ValueError(
@@ -116,6 +119,7 @@ class WorkflowHost(HostBase):
         self.interceptors: tuple[Interceptor, ...] = tuple(interceptors)
         self.max_pending_requests = max_pending_requests
         self.max_snapshots = max_snapshots
+        self.max_state_bytes = max_state_bytes
         self._workflow: Resolver[Workflow] = Resolver(
             target, is_instance=lambda t: isinstance(t, Workflow), what="Workflow"
         )
@@ -257,6 +261,7 @@ class WorkflowHost(HostBase):
                 workflow, key, generation, after_crash=lease.took_over)
         elif from_snapshot is not None and from_snapshot != checkpoint.head_snapshot_id:
             checkpoint.restart_from(from_snapshot)
+        checkpoint.max_state_bytes = self.max_state_bytes
         return Prepared(key, lease, checkpoint, generation, good_head)
 
     async def _load(

@@ -3,8 +3,10 @@
 Each session lives in ``<root>/<safe_name(session_id)>.session``: a versioned envelope holding
 the original id, the store version and the codec-encoded session. A compare-and-set runs under
 an ``asyncio.Lock`` per session id (in this loop) and an ``flock`` on the store's permanent
-lock file (across processes), taken in a worker thread. This module must never block the event
-loop or write a session file other than through ``atomic_write``.
+lock file (across processes), taken in a worker thread. Reads take no lock and open nothing for
+writing, so they work on a read-only store; disk faults surface as ``StorageError``s. This
+module must never block the event loop or write a session file other than through
+``atomic_write``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from checkflow import state
-from checkflow._fs import LoopLocks, atomic_write, exclusive_lock, safe_name
-from checkflow.errors import CorruptSessionError, StateError
+from checkflow._fs import LoopLocks, atomic_write, exclusive_lock, os_errors_as, safe_name
+from checkflow.errors import CorruptSessionError, StateError, StorageError
 from checkflow.sessions._session import AgentSession
 from checkflow.sessions._versions import (
     check_expected_version,
@@ -84,7 +86,8 @@ class FileSessionStore:
     async def get(self, session_id: str) -> AgentSession | None:
         """A fresh copy of the stored session or ``None``; a bad file: ``CorruptSessionError``."""
         path = self.path_for(session_id)
-        data = await asyncio.to_thread(_read_or_none, path)
+        with _faults("session read", path):
+            data = await asyncio.to_thread(_read_or_none, path)
         if data is None:
             return None
         envelope = _parse(data, path, session_id)
@@ -110,16 +113,18 @@ class FileSessionStore:
         check_write_condition(expected_version, create)
         encoded = state.encode(session, format=self.format, path=f"session[{session.session_id!r}]")
         async with self._lock(session.session_id):
-            version = await asyncio.to_thread(
-                self._compare_and_write, session.session_id, encoded, expected_version, create
-            )
+            with _faults("session write", self.path_for(session.session_id)):
+                version = await asyncio.to_thread(
+                    self._compare_and_write, session.session_id, encoded, expected_version, create
+                )
         session.version = version
         return version
 
     async def delete(self, session_id: str, *, expected_version: str | None = None) -> None:
         """Remove the session's file (only at ``expected_version`` when given); missing is fine."""
         async with self._lock(session_id):
-            await asyncio.to_thread(self._compare_and_unlink, session_id, expected_version)
+            with _faults("session delete", self.path_for(session_id)):
+                await asyncio.to_thread(self._compare_and_unlink, session_id, expected_version)
 
     async def list_session_ids(self) -> list[str]:
         """Every stored session id, sorted (reads each file's envelope for its id)."""
@@ -183,6 +188,13 @@ class FileSessionStore:
         return None if current is None else _parse(current, path, session_id).revision
 
 
+def _faults(operation: str, path: Path) -> Any:
+    """Disk faults (full, read-only, I/O) as typed ``StorageError``s naming the file."""
+    return os_errors_as(
+        lambda exc: StorageError.from_os_error(exc, operation=operation, resource=str(path))
+    )
+
+
 def _read_or_none(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
@@ -207,6 +219,8 @@ def _decode_as(
         return decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise CorruptSessionError(f"{problem} ({exc})", source=str(path)) from exc
+    except RecursionError as exc:
+        raise CorruptSessionError(f"{problem} (nested too deeply)", source=str(path)) from exc
 
 
 def _parse(data: bytes, path: Path, session_id: str) -> _SessionFile:

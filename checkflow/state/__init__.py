@@ -5,6 +5,12 @@ import one; it never falls back to pickle or to a silent default for an unknown 
 """
 
 from checkflow.state._codec import Format, decode, encode, from_builtins, to_builtins
+from checkflow.state._depth import (
+    DEFAULT_MAX_NESTING_DEPTH,
+    max_nesting_depth,
+    nesting_depth_exceeds,
+    set_max_nesting_depth,
+)
 from checkflow.state._inspect import OpaqueValue, decode_for_inspection
 from checkflow.state._registry import (
     is_registered,
@@ -14,6 +20,7 @@ from checkflow.state._registry import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_NESTING_DEPTH",
     "Format",
     "OpaqueValue",
     "decode",
@@ -21,8 +28,11 @@ __all__ = [
     "encode",
     "from_builtins",
     "is_registered",
+    "max_nesting_depth",
+    "nesting_depth_exceeds",
     "register_state_type",
     "registered_type",
+    "set_max_nesting_depth",
     "state_type_id",
     "to_builtins",
 ]

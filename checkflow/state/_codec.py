@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from checkflow.errors import StateEncodingError
+from checkflow.errors import StateEncodingError, StateNestingError
+from checkflow.state import _depth
 from checkflow.state._decode import make_decoder
 from checkflow.state._encode import encode_value
 from checkflow.state._paths import WalkError
@@ -58,44 +59,81 @@ def from_builtins(obj: Any, *, path: str = "") -> Any:
     ``obj`` is not modified (it is copied through MessagePack first, which is cheap).
     """
     try:
-        copy = _DECODERS["msgpack"].decode(_encoder("msgpack").encode(obj))
+        data = _encoder("msgpack").encode(obj)
+        copy = _DECODERS["msgpack"].decode(data)
+    except RecursionError as exc:
+        raise _too_deep(path, _depth.max_nesting_depth()) from exc
     except (msgspec.EncodeError, OverflowError, TypeError) as exc:
         raise StateEncodingError(
             f"not a to_builtins() tree at {path or '<root>'}: {exc}", path=path
         ) from exc
+    _check_depth(data, "msgpack", copy, path, None)
     return walk_owned(copy, path)
 
 
-def encode(value: Any, *, format: Format = "json", path: str = "") -> bytes:
-    """Encode a state value to bytes in ``format`` ("json" or "msgpack")."""
-    return _encoder(format).encode(to_builtins(value, path=path))
+def encode(
+    value: Any, *, format: Format = "json", path: str = "", max_depth: int | None = None
+) -> bytes:
+    """Encode a state value to bytes in ``format`` ("json" or "msgpack").
+
+    A value nested deeper than ``max_depth`` (default: ``max_nesting_depth()``) or containing
+    itself raises ``StateNestingError``, never ``RecursionError``.
+    """
+    encoder = _encoder(format)
+    tree = to_builtins(value, path=path)
+    try:
+        data = encoder.encode(tree)
+    except RecursionError as exc:
+        raise _too_deep(path, _limit(max_depth)) from exc
+    _check_depth(data, format, tree, path, max_depth)
+    return data
 
 
-def decode(data: bytes, *, format: Format = "json", path: str = "") -> Any:
+def decode(
+    data: bytes, *, format: Format = "json", path: str = "", max_depth: int | None = None
+) -> Any:
     """Decode bytes written by ``encode`` back to equal values of the same types.
 
     Unknown type ids raise ``UnregisteredStateTypeError``; bytes that are not valid
-    ``format`` data or not a valid tagged tree raise ``StateEncodingError``.
+    ``format`` data, not a valid tagged tree, or that ``encode`` could not have written
+    (MessagePack extension types, non-str keys, non-finite floats) raise
+    ``StateEncodingError``; nesting deeper than ``max_depth`` raises ``StateNestingError``.
     """
     data = bytes(data) if type(data) is not bytes else data
-    tree = load_builtins(data, format=format, path=path)
+    tree = load_builtins(data, format=format, path=path, max_depth=max_depth)
     if _TAG_BYTES in data or (format == "json" and b"\\u" in data):  # "\u0024type" is "$type"
         return walk_owned(tree, path)
     return tree
 
 
-def load_builtins(data: bytes, *, format: Format, path: str = "") -> Any:
-    """Parse bytes into the still-tagged tree (shared with inspection decoding)."""
+def load_builtins(
+    data: bytes, *, format: Format, path: str = "", max_depth: int | None = None
+) -> Any:
+    """Parse bytes into the still-tagged tree (shared with inspection decoding).
+
+    Refuses what ``encode`` cannot produce and nesting past the limit, never recursing deeper.
+    """
     decoder = _DECODERS.get(format)
     if decoder is None:
         raise ValueError(f"unknown state format {format!r}; expected 'json' or 'msgpack'")
+    where = path or "<root>"
+    limit = _limit(max_depth)
     try:
-        return decoder.decode(data)
+        tree = decoder.decode(data)
+    except RecursionError as exc:
+        raise _too_deep(path, limit, encoding=False) from exc
     except msgspec.DecodeError as exc:
-        where = path or "<root>"
         raise StateEncodingError(
             f"cannot decode {format} state at {where}: {exc}", path=path
         ) from exc
+    if format == "msgpack":
+        problem = _depth.check_msgpack_tree(tree, limit)
+        if problem is not None:
+            error = StateNestingError if problem.startswith("nested") else StateEncodingError
+            raise error(f"cannot decode msgpack state at {where}: {problem}", path=path)
+    else:
+        _check_depth(data, format, tree, path, limit, encoding=False)
+    return tree
 
 
 def walk_owned(tree: Any, path: str, walk: Callable[[Any], Any] = _walk) -> Any:
@@ -105,9 +143,35 @@ def walk_owned(tree: Any, path: str, walk: Callable[[Any], Any] = _walk) -> Any:
     except WalkError as error:
         raise error.public(path) from error.__cause__
     except RecursionError as exc:
-        raise StateEncodingError(
-            f"state nested too deeply or containing itself at {path or '<root>'}", path=path
-        ) from exc
+        raise _too_deep(path, _depth.max_nesting_depth()) from exc
+
+
+def _limit(max_depth: int | None) -> int:
+    return _depth.max_nesting_depth() if max_depth is None else max_depth
+
+
+def _check_depth(
+    data: bytes,
+    format: str,
+    tree: Any,
+    path: str,
+    max_depth: int | None,
+    *,
+    encoding: bool = True,
+) -> None:
+    """Refuse ``tree`` (parsed from or encoded as ``data``) when it nests past the limit."""
+    limit = _limit(max_depth)
+    if _depth.marker_bound(data, format) > limit and _depth.nesting_depth_exceeds(tree, limit):
+        raise _too_deep(path, limit, encoding=encoding)
+
+
+def _too_deep(path: str, limit: int, *, encoding: bool = True) -> StateNestingError:
+    cyclic = ", or containing itself," if encoding else ""
+    return StateNestingError(
+        f"state nested deeper than {limit} levels{cyclic} at {path or '<root>'}",
+        path=path,
+        limit=limit,
+    )
 
 
 def _encoder(format: str) -> msgspec.json.Encoder | msgspec.msgpack.Encoder:

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar, overload
 
 import msgspec
 
+from checkflow.state._fields import field_checker
 from checkflow.state._paths import qualified_name
 
 __all__ = [
@@ -198,7 +199,13 @@ def _default_codec(cls: type[Any]) -> tuple[Callable[[Any], Any], Callable[[Any]
         return _enum_value, cls
     if issubclass(cls, msgspec.Struct):
         names = cls.__struct_fields__
-        return (lambda obj: {name: getattr(obj, name) for name in names}), (lambda raw: cls(**raw))
+        check = field_checker(cls)
+
+        def from_struct_raw(raw: dict[str, Any]) -> Any:
+            check(_expect_dict(cls, raw))
+            return cls(**raw)
+
+        return (lambda obj: {name: getattr(obj, name) for name in names}), from_struct_raw
     if dataclasses.is_dataclass(cls):
         return _dataclass_codec(cls)
     pydantic = sys.modules.get("pydantic")  # a model's class implies pydantic is imported
@@ -213,6 +220,12 @@ def _default_codec(cls: type[Any]) -> tuple[Callable[[Any], Any], Callable[[Any]
     )
 
 
+def _expect_dict(cls: type[Any], raw: Any) -> dict[str, Any]:
+    if type(raw) is not dict:
+        raise TypeError(f"expected the fields of {qualified_name(cls)}, got {type(raw).__name__}")
+    return raw
+
+
 def _enum_value(member: enum.Enum) -> Any:
     return member.value
 
@@ -221,11 +234,13 @@ def _dataclass_codec(cls: type[Any]) -> tuple[Callable[[Any], Any], Callable[[An
     fields = dataclasses.fields(cls)
     names = [field.name for field in fields]
     late = frozenset(field.name for field in fields if not field.init)
+    check = field_checker(cls)
 
     def to_raw(obj: Any) -> dict[str, Any]:
         return {name: getattr(obj, name) for name in names}
 
     def from_raw(raw: dict[str, Any]) -> Any:
+        check(_expect_dict(cls, raw))
         if not late:
             return cls(**raw)
         obj = cls(**{k: v for k, v in raw.items() if k not in late})

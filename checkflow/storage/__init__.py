@@ -7,5 +7,6 @@ never import the workflow engine or the agents.
 
 from checkflow.storage._file import FileCheckpointStorage
 from checkflow.storage._memory import InMemoryCheckpointStorage
+from checkflow.storage._verify import VerifyReport
 
-__all__ = ["FileCheckpointStorage", "InMemoryCheckpointStorage"]
+__all__ = ["FileCheckpointStorage", "InMemoryCheckpointStorage", "VerifyReport"]

@@ -1,14 +1,17 @@
 """``FileCheckpointStorage``: one append-only, checksummed log per checkpoint, one fsync per commit.
 
 Layout under ``root``: a folder per checkpoint named ``safe_name(checkpoint_id)`` holding
-``log`` (see ``_log``) and a permanent ``lock`` file. A commit appends one record - the
-snapshot, the part bytes the log lacks, and implicitly the new head - and fsyncs once; the
-compare-and-swap on the head runs under an ``asyncio.Lock`` per (root, id) and an ``flock``
-taken in a worker thread, so it holds within and across processes. Each instance caches the
-log's end, head and known part hashes per checkpoint and re-validates them under the flock
-(inode, size and a fingerprint of the last record), so it never trusts a cache another process
-may have outdated. This module
-must never silently skip a damaged record or substitute an older head.
+``log`` (see ``_log``) and a permanent ``lock`` file. A commit appends the part bytes the log
+lacks, the snapshot's part list and its header - which implicitly makes it the head - in one
+write and one fsync; the compare-and-swap on the head runs under an ``asyncio.Lock`` per
+(root, id) and an exclusive ``flock`` taken in a worker thread, so it holds within and across
+processes. Each instance keeps an index of every log it read (``_index``) and extends it with
+what was appended since, after checking the file is still the one it indexed, so a load reads
+the head's parts and the new records only; older snapshots' parts are read when their state
+is. Reads take a shared ``flock`` on a lock file opened read-only (or none), so they work on a
+read-only store. A prune appends a record of what it removed and rewrites the log only when
+most of it is dead. This module must never silently skip a damaged record or substitute an
+older head, and never write outside ``root``.
 """
 
 from __future__ import annotations
@@ -16,16 +19,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import msgspec
-
-from checkflow._fs import LoopLocks, atomic_write, exclusive_lock, fsync_directory, safe_name
+from checkflow._fs import (
+    LoopLocks,
+    atomic_write,
+    exclusive_lock,
+    fsync_directory,
+    os_errors_as,
+    safe_name,
+    shared_lock,
+)
 from checkflow.checkpoints import (
     Checkpoint,
     CheckpointSnapshot,
@@ -37,13 +46,18 @@ from checkflow.errors import (
     CheckpointConflictError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
+    StorageError,
 )
-from checkflow.storage import _log
+from checkflow.storage import _chunks, _index, _log
 from checkflow.storage._graph import unreachable
+from checkflow.storage._verify import VerifyReport
+from checkflow.storage._verify_file import verify_log
 
 __all__ = ["FileCheckpointStorage"]
 
 _LOG, _LOCK = "log", "lock"
+_COMPACT_MIN_BYTES = 1 << 16  # never rewrite a log smaller than this for its dead records
+logger = logging.getLogger("checkflow.storage")
 # Per (root, checkpoint id), so every instance on one root shares them.
 _LOCKS: LoopLocks[tuple[str, str]] = LoopLocks()
 
@@ -52,59 +66,45 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-@dataclass
-class _Tail:
-    """What this instance knows about one log, trusted only while its last record is unchanged.
+class _IndexCache:
+    """A bounded, thread-safe LRU of indexes: a long-lived storage serves unbounded ids.
 
-    ``last_at``/``last_frame`` locate and fingerprint the last record, so a log another
-    process grew, compacted or deleted and re-created (even on a reused inode) is re-read.
+    ``lock`` also serializes every change to an index (readers in several threads may
+    extend the same one).
     """
-
-    inode: tuple[int, int]
-    end: int
-    last_at: int
-    last_frame: bytes
-    format: str
-    head: str
-    known: set[str] = field(default_factory=set)
-    recent: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)
-
-
-class _TailCache:
-    """A bounded, thread-safe LRU of tails: a long-lived storage serves unbounded ids."""
 
     def __init__(self, size: int = 256) -> None:
         self._size = size
-        self._tails: OrderedDict[str, _Tail] = OrderedDict()
-        self._lock = threading.Lock()
+        self._indexes: OrderedDict[str, _index.Index] = OrderedDict()
+        self.lock = threading.RLock()
 
     def __contains__(self, checkpoint_id: str) -> bool:
-        return checkpoint_id in self._tails
+        return checkpoint_id in self._indexes
 
-    def get(self, checkpoint_id: str) -> _Tail | None:
-        with self._lock:
-            tail = self._tails.get(checkpoint_id)
-            if tail is not None:
-                self._tails.move_to_end(checkpoint_id)
-            return tail
+    def get(self, checkpoint_id: str) -> _index.Index | None:
+        with self.lock:
+            index = self._indexes.get(checkpoint_id)
+            if index is not None:
+                self._indexes.move_to_end(checkpoint_id)
+            return index
 
-    def put(self, checkpoint_id: str, tail: _Tail) -> None:
-        with self._lock:
-            self._tails[checkpoint_id] = tail
-            self._tails.move_to_end(checkpoint_id)
-            while len(self._tails) > self._size:
-                self._tails.popitem(last=False)
+    def put(self, checkpoint_id: str, index: _index.Index | None) -> None:
+        with self.lock:
+            if index is None:
+                self._indexes.pop(checkpoint_id, None)
+                return
+            self._indexes[checkpoint_id] = index
+            self._indexes.move_to_end(checkpoint_id)
+            while len(self._indexes) > self._size:
+                self._indexes.popitem(last=False)
 
-    def pop(self, checkpoint_id: str) -> None:
-        with self._lock:
-            self._tails.pop(checkpoint_id, None)
-
-
-@dataclass
-class _Loaded:
-    header: _log.LogHeader
-    commits: list[_log.CommitRecord]
-    blobs: dict[str, bytes]
+    def extend(self, fd: int, checkpoint_id: str, source: str) -> _index.Index | None:
+        """The up-to-date index of the log behind ``fd`` (cached for the next call)."""
+        with self.lock:
+            index = _index.extend(fd, self.get(checkpoint_id), source=source,
+                                  checkpoint_id=checkpoint_id)
+            self.put(checkpoint_id, index)
+            return index
 
 
 class FileCheckpointStorage:
@@ -115,7 +115,7 @@ class FileCheckpointStorage:
             raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
         self.root = Path(root).resolve()
         self.format: Format = format
-        self._tails = _TailCache()
+        self._indexes = _IndexCache()
 
     def __repr__(self) -> str:
         return f"FileCheckpointStorage({str(self.root)!r}, format={self.format!r})"
@@ -130,51 +130,72 @@ class FileCheckpointStorage:
         expected_head_snapshot_id: str | None,
     ) -> None:
         """Append ``snapshot`` as the new head if the head is still the expected one."""
-        async with self._lock(checkpoint.checkpoint_id):
-            await asyncio.to_thread(
-                self._commit_sync,
-                checkpoint.checkpoint_id,
-                snapshot.record,
-                expected_head_snapshot_id,
-                (checkpoint.workflow_name, checkpoint.graph_signature_hash),
-            )
+        cid = checkpoint.checkpoint_id
+        identity = (checkpoint.workflow_name, checkpoint.graph_signature_hash)
+        async with self._lock(cid):
+            with self._faults("commit", cid):
+                await asyncio.to_thread(
+                    self._commit_sync, cid, snapshot.record, expected_head_snapshot_id, identity
+                )
 
     async def load(self, checkpoint_id: str) -> Checkpoint:
-        """Read the log, verify the head's bytes are intact, and attach the checkpoint here.
+        """Index the log, read and verify the head's parts, and attach the checkpoint here.
 
-        Older snapshots are checked when read; unregistered types fail at ``state`` access.
+        Older snapshots' parts are read (and checked) when their state is first read;
+        unregistered types fail at ``state`` access. Reading never opens anything for
+        writing, so it works on a read-only store.
         """
-        async with self._lock(checkpoint_id):
-            loaded = await asyncio.to_thread(self._load_sync, checkpoint_id)
-        source = str(self._folder(checkpoint_id) / _LOG)
-        fmt: Format = "json" if loaded.header.format == "json" else "msgpack"
-        snapshots = [_snapshot(c, loaded.blobs, fmt, source) for c in loaded.commits]
-        last = loaded.commits[-1]
-        checkpoint = Checkpoint(
-            loaded.header.checkpoint_id,
-            workflow_name=last.workflow_name,
-            graph_signature_hash=last.graph_signature_hash,
-            snapshots=snapshots,
-            head_snapshot_id=last.snapshot_id,
-            checkpoint_storage=self,
-        )
-        snapshots[-1].verify()  # a damaged head fails here, not mid-run
-        return checkpoint
+        with self._faults("load", checkpoint_id):
+            index, head = await asyncio.to_thread(self._load_sync, checkpoint_id)
+        source = self._source(checkpoint_id)
+        fmt: Format = "json" if index.format == "json" else "msgpack"
+        snapshots = []
+        for entry in index.live():
+            sid = entry.header.snapshot_id
+            if sid == head.snapshot_id:
+                snapshots.append(head)
+                continue
+            snapshots.append(CheckpointSnapshot.deferred(
+                entry.header, format=fmt, fetch=self._fetcher(checkpoint_id, sid), source=source))
+        last = index.commits[head.snapshot_id].header
+        try:
+            return Checkpoint(
+                index.checkpoint_id,
+                workflow_name=last.workflow_name,
+                graph_signature_hash=last.graph_signature_hash,
+                snapshots=snapshots,
+                head_snapshot_id=head.snapshot_id,
+                checkpoint_storage=self,
+                pruned_snapshot_ids=index.pruned,
+            )
+        except CorruptCheckpointError as exc:
+            raise CorruptCheckpointError(str(exc), source=source) from exc
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove the checkpoint's log (the lock file stays: other processes may hold it)."""
         async with self._lock(checkpoint_id):
-            await asyncio.to_thread(self._delete_sync, checkpoint_id)
+            with self._faults("delete", checkpoint_id):
+                await asyncio.to_thread(self._delete_sync, checkpoint_id)
 
     async def list_checkpoint_ids(self) -> list[str]:
         """The ids of every checkpoint with a committed snapshot under ``root``, sorted."""
-        return await asyncio.to_thread(self._list_sync)
+        with self._faults("list", None):
+            return await asyncio.to_thread(self._list_sync)
 
     async def prune(self, checkpoint_id: str, *, keep: Iterable[str]) -> list[str]:
-        """Drop snapshots off the lineages of ``keep`` and the head, compacting the log."""
+        """Drop snapshots off the lineages of ``keep`` and the head; record it, maybe compact."""
         keep = list(keep)
         async with self._lock(checkpoint_id):
-            return await asyncio.to_thread(self._prune_sync, checkpoint_id, keep)
+            with self._faults("prune", checkpoint_id):
+                return await asyncio.to_thread(self._prune_sync, checkpoint_id, keep)
+
+    async def verify(self, checkpoint_id: str | None = None) -> list[VerifyReport]:
+        """Read every record of every (or one) checkpoint; report what is wrong, fix nothing.
+
+        ``CheckpointNotFoundError`` for an unknown ``checkpoint_id``. Takes no write lock.
+        """
+        with self._faults("verify", checkpoint_id):
+            return await asyncio.to_thread(self._verify_sync, checkpoint_id)
 
     # -- worker-thread halves --------------------------------------------------------------
 
@@ -186,266 +207,337 @@ class FileCheckpointStorage:
         identity: tuple[str, str],
     ) -> None:
         folder = self._folder(checkpoint_id)
-        created = checkpoint_id not in self._tails and not folder.exists()
+        created = checkpoint_id not in self._indexes and not folder.exists()
         if created:
             folder.mkdir(parents=True, exist_ok=True)
         path = folder / _LOG
         with exclusive_lock(folder / _LOCK):
+            index = self._writable_index(checkpoint_id, path)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                tail = self._validated_tail(checkpoint_id, fd, str(path))
-                actual = tail.head if tail is not None else None
+                index = self._indexes.extend(fd, checkpoint_id, str(path))
+                actual = index.head if index is not None else None
                 if actual != expected:
                     raise CheckpointConflictError(
                         checkpoint_id,
                         expected_head_snapshot_id=expected,
                         actual_head_snapshot_id=actual,
                     )
-                fmt = tail.format if tail is not None else self.format
-                commit, recent = _commit_record(record, tail, fmt, identity)
-                payload = _log.encode_commit(commit, fmt)
-                header = (
-                    b"" if tail is not None else _log.frame(_log.encode_header(checkpoint_id, fmt))
-                )
-                start = _append_durably(fd, header + _log.frame(payload)) + len(header)
-                inode = _inode(os.fstat(fd))
+                size = os.fstat(fd).st_size
+                end = index.end if index is not None else 0
+                if size > end:
+                    _warn_torn(str(path), size - end, "dropping")
+                    os.ftruncate(fd, end)  # a crashed writer's torn records: never append after
+                fresh = index is None
+                if index is None:
+                    index = self._new_index(checkpoint_id, fd)
+                self._append_commit(fd, index, record, identity)
+                self._indexes.put(checkpoint_id, index)
+            except BaseException:
+                self._indexes.put(checkpoint_id, None)  # re-read next time, trust nothing
+                raise
             finally:
                 os.close(fd)
-        if tail is None:  # a new log: make its directory entries durable too
+        if fresh:  # a new log: make its directory entries durable too
             fsync_directory(folder)
             if created:
                 fsync_directory(self.root)
-        known = (tail.known if tail is not None else set()) | set(commit.blobs)
-        self._tails.put(
-            checkpoint_id,
-            _Tail(
-                inode,
-                end=start + _log.FRAME_OVERHEAD + len(payload),
-                last_at=start,
-                last_frame=_log.frame_head(payload),
-                format=fmt,
-                head=record.snapshot_id,
-                known=known,
-                recent=recent,
-            ),
-        )
 
-    def _validated_tail(self, checkpoint_id: str, fd: int, source: str) -> _Tail | None:
-        """The log's current tail (caller holds the flock); cuts off a torn last record."""
-        st = os.fstat(fd)
-        tail = self._tails.get(checkpoint_id)
-        if (
-            tail is None
-            or tail.inode != _inode(st)
-            or st.st_size < tail.end
-            or os.pread(fd, _log.HEAD_SIZE, tail.last_at) != tail.last_frame
-        ):
-            tail = None  # unknown, replaced or rewritten: read it all
-        base = tail.end if tail is not None else 0
-        if st.st_size == base and tail is not None:
-            return tail
-        payloads, valid = _log.scan(
-            os.pread(fd, st.st_size - base, base), source=source, offset=base
-        )
-        tail = _advanced(checkpoint_id, tail, payloads, _inode(st), base + valid, source)
-        end = tail.end if tail is not None else 0
-        if end < st.st_size:
-            os.ftruncate(fd, end)  # a crashed writer's torn record: never append after it
-        if tail is None:
-            self._tails.pop(checkpoint_id)
-        else:
-            self._tails.put(checkpoint_id, tail)
-        return tail
-
-    def _read(self, checkpoint_id: str) -> _Loaded:
-        """Read and check the whole log (caller holds the flock); remember its tail."""
-        path = self._folder(checkpoint_id) / _LOG
-        source = str(path)
+    def _writable_index(self, checkpoint_id: str, path: Path) -> _index.Index | None:
+        """The log's index, after rewriting a version 1 log as version 2 (caller has the flock)."""
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
-            raise CheckpointNotFoundError(checkpoint_id) from None
+            return None
         try:
-            st = os.fstat(fd)
-            data = os.pread(fd, st.st_size, 0)
+            index = self._indexes.extend(fd, checkpoint_id, str(path))
         finally:
             os.close(fd)
-        payloads, end = _log.scan(data, source=source)
-        if not payloads:
-            raise CheckpointNotFoundError(checkpoint_id)
-        header = _log.decode_header(payloads[0], source=source, checkpoint_id=checkpoint_id)
-        if len(payloads) < 2:  # the first commit never completed
-            raise CheckpointNotFoundError(checkpoint_id)
-        commits = [_log.decode_commit(p, header.format, source=source) for p in payloads[1:]]
-        blobs = {digest: bytes(raw) for c in commits for digest, raw in c.blobs.items()}
-        last = payloads[-1]
-        self._tails.put(
-            checkpoint_id,
-            _Tail(
-                _inode(st),
-                end,
-                last_at=end - _log.FRAME_OVERHEAD - len(last),
-                last_frame=_log.frame_head(last),
-                format=header.format,
-                head=commits[-1].snapshot_id,
-                known=set(blobs),
-            ),
-        )
-        return _Loaded(header, commits, blobs)
+        if index is not None and index.version == 1:
+            self._rewrite(path, index)
+            index = None
+        return index
 
-    def _load_sync(self, checkpoint_id: str) -> _Loaded:
-        with self._existing(checkpoint_id):
-            return self._read(checkpoint_id)
+    def _new_index(self, checkpoint_id: str, fd: int) -> _index.Index:
+        """Start a fresh version 2 log in the empty file behind ``fd``."""
+        payload = _log.encode_header(checkpoint_id, self.format)
+        start = _append_durably(fd, _log.frame(payload), sync=False)
+        st = os.fstat(fd)
+        return _index.Index(checkpoint_id, self.format, _log.LOG_VERSION, (st.st_dev, st.st_ino),
+                            end=start + _log.FRAME_OVERHEAD + len(payload), last_at=start,
+                            last_frame=_log.frame_head(payload))
+
+    def _append_commit(
+        self, fd: int, index: _index.Index, record: SnapshotRecord, identity: tuple[str, str]
+    ) -> None:
+        """Append the parts the log lacks, the part list and the header; fsync; index them."""
+        fmt = index.format
+        refs: dict[str, dict[str, str]] = {}
+        new: dict[str, bytes] = {}
+        recent: dict[tuple[str, str], tuple[bytes, str]] = {}
+        for bucket, values in record.parts.items():
+            bucket_refs = refs[bucket] = {}
+            for key, data in values.items():
+                data = EncodedPart(data, record.format).reencoded(fmt)  # type: ignore[arg-type]
+                previous = index.recent.get((bucket, key))
+                # Comparing with the previous snapshot's bytes is far cheaper than hashing them.
+                digest = previous[1] if previous is not None and previous[0] == data else (
+                    _digest(data))
+                bucket_refs[key] = digest
+                recent[(bucket, key)] = (data, digest)
+                if digest not in index.blobs and digest not in index.memory:
+                    new.setdefault(digest, data)
+        header = _log.CommitHeader(**record.header(), workflow_name=identity[0],
+                                   graph_signature_hash=identity[1])
+        stored: list[tuple[str, bytes]] = []  # (digest, B or T payload) in writing order
+        seen: set[str] = set()
+
+        def known(digest: str) -> bool:
+            return digest in seen or digest in index.blobs or digest in index.memory
+
+        for digest, data in new.items():
+            stored += _part_payloads(digest, data, fmt, known, seen)
+        payloads = [p for _, p in stored]
+        payloads += [_log.refs_payload(refs, fmt), _log.commit_payload(header, fmt)]
+        frames = [_log.frame(p) for p in payloads]
+        start = _append_durably(fd, b"".join(frames))
+        pos = start
+        for (digest, payload), frame in zip(stored, frames, strict=False):
+            index.blobs[digest] = (pos, len(payload))
+            pos += len(frame)
+        refs_at, commit_at = pos, pos + len(frames[-2])
+        index.commits[record.snapshot_id] = _index.Entry(header, refs_at=refs_at)
+        index.end = commit_at + len(frames[-1])
+        index.last_at, index.last_frame = commit_at, frames[-1][: _log.HEAD_SIZE]
+        index.recent = recent
+
+    def _load_sync(self, checkpoint_id: str) -> tuple[_index.Index, CheckpointSnapshot]:
+        folder = self._folder(checkpoint_id)
+        path = folder / _LOG
+        source = str(path)
+        with shared_lock(folder / _LOCK):
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                raise CheckpointNotFoundError(checkpoint_id) from None
+            try:
+                with self._indexes.lock:
+                    index = self._indexes.extend(fd, checkpoint_id, source)
+                    if index is None:
+                        raise CheckpointNotFoundError(checkpoint_id)
+                    if index.torn:
+                        _warn_torn(source, index.torn, "ignoring")
+                    entry = index.commits[index.head or ""]
+                    parts = _index.parts_of(fd, index, entry, source)
+            finally:
+                os.close(fd)
+        fmt: Format = "json" if index.format == "json" else "msgpack"
+        head = CheckpointSnapshot.from_record(
+            SnapshotRecord.from_header(entry.header, format=fmt, parts=parts), source=source)
+        head.verify()  # a damaged head fails here, not mid-run
+        return index, head
+
+    def _fetcher(
+        self, checkpoint_id: str, snapshot_id: str
+    ) -> Callable[[], dict[str, dict[str, bytes]]]:
+        """Reads one snapshot's parts when its state is first wanted (no lock: see below)."""
+
+        def fetch() -> dict[str, dict[str, bytes]]:
+            # Committed records are never changed in place (a compaction is a new file, which
+            # the index notices), so this read needs no lock and never blocks on a writer.
+            path = self._folder(checkpoint_id) / _LOG
+            with self._faults("read", checkpoint_id):
+                try:
+                    fd = os.open(path, os.O_RDONLY)
+                except FileNotFoundError:
+                    raise CheckpointNotFoundError(checkpoint_id) from None
+                try:
+                    with self._indexes.lock:
+                        index = self._indexes.extend(fd, checkpoint_id, str(path))
+                        entry = index.commits.get(snapshot_id) if index is not None else None
+                        if index is None or entry is None or snapshot_id in index.pruned:
+                            raise CorruptCheckpointError(
+                                f"snapshot {snapshot_id!r} is no longer in the log (pruned "
+                                "since the checkpoint was loaded?)", source=str(path))
+                        return _index.parts_of(fd, index, entry, str(path))
+                finally:
+                    os.close(fd)
+
+        return fetch
 
     def _delete_sync(self, checkpoint_id: str) -> None:
-        with self._existing(checkpoint_id) as folder:
+        folder = self._folder(checkpoint_id)
+        if not (folder / _LOG).exists():
+            raise CheckpointNotFoundError(checkpoint_id)
+        with exclusive_lock(folder / _LOCK):
             try:
                 os.unlink(folder / _LOG)
             except FileNotFoundError:
                 raise CheckpointNotFoundError(checkpoint_id) from None
             fsync_directory(folder)
-            self._tails.pop(checkpoint_id)
+            self._indexes.put(checkpoint_id, None)
 
     def _list_sync(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        ids = (_log.committed_checkpoint_id(folder / _LOG) for folder in self.root.iterdir())
+        ids = (_index.committed_id(folder / _LOG) for folder in self.root.iterdir())
         return sorted(i for i in ids if i is not None)
 
     def _prune_sync(self, checkpoint_id: str, keep: list[str]) -> list[str]:
-        with self._existing(checkpoint_id) as folder:
-            loaded = self._read(checkpoint_id)
-            parents = {c.snapshot_id: c.parent_snapshot_id for c in loaded.commits}
-            head = loaded.commits[-1].snapshot_id
-            removed = unreachable(checkpoint_id, parents, head=head, keep=keep)
-            if removed:
-                atomic_write(folder / _LOG, _compacted(loaded, set(removed)))
-                self._tails.pop(checkpoint_id)
+        folder = self._folder(checkpoint_id)
+        path = folder / _LOG
+        if not path.exists():
+            raise CheckpointNotFoundError(checkpoint_id)
+        with exclusive_lock(folder / _LOCK):
+            if self._writable_index(checkpoint_id, path) is None and not path.exists():
+                raise CheckpointNotFoundError(checkpoint_id)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            try:
+                index = self._indexes.extend(fd, checkpoint_id, str(path))
+                if index is None:
+                    raise CheckpointNotFoundError(checkpoint_id)
+                parents = {e.header.snapshot_id: e.header.parent_snapshot_id
+                           for e in index.live()}
+                removed = unreachable(checkpoint_id, parents, head=index.head, keep=keep)
+                if not removed:
+                    return removed
+                size = os.fstat(fd).st_size
+                if size > index.end:
+                    os.ftruncate(fd, index.end)
+                payload = _log.prune_payload(removed, index.format)
+                start = _append_durably(fd, _log.frame(payload))
+                index.pruned.update(removed)
+                index.end = start + _log.FRAME_OVERHEAD + len(payload)
+                index.last_at, index.last_frame = start, _log.frame_head(payload)
+            except BaseException:
+                self._indexes.put(checkpoint_id, None)
+                raise
+            finally:
+                os.close(fd)
+            if index.end >= _COMPACT_MIN_BYTES:
+                self._rewrite(path, index, only_if_half_dead=True)
             return removed
+
+    def _rewrite(
+        self, path: Path, index: _index.Index, *, only_if_half_dead: bool = False
+    ) -> None:
+        """Replace the log with a version 2 one holding only the live snapshots (under flock).
+
+        With ``only_if_half_dead`` the log is kept unless the rewrite is under half its size.
+        """
+        fmt = index.format
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            chunks = [_log.frame(_log.encode_header(index.checkpoint_id, fmt,
+                                                    sorted(index.pruned)))]
+            written: set[str] = set()
+            for entry in index.live():
+                parts = _index.parts_of(fd, index, entry, str(path))
+                refs: dict[str, dict[str, str]] = {}
+                for bucket, values in parts.items():
+                    refs[bucket] = {}
+                    for key, data in values.items():
+                        digest = refs[bucket][key] = _digest(data)
+                        if digest not in written:
+                            chunks += (_log.frame(p) for _, p in _part_payloads(
+                                digest, data, fmt, written.__contains__, written))
+                chunks.append(_log.frame(_log.refs_payload(refs, fmt)))
+                chunks.append(_log.frame(_log.commit_payload(entry.header, fmt)))
+        finally:
+            os.close(fd)
+        data = b"".join(chunks)
+        if only_if_half_dead and len(data) * 2 > index.end:
+            return
+        atomic_write(path, data)
+        self._indexes.put(index.checkpoint_id, None)
+
+    def _verify_sync(self, checkpoint_id: str | None) -> list[VerifyReport]:
+        if checkpoint_id is not None:
+            if not (self._folder(checkpoint_id) / _LOG).exists():
+                raise CheckpointNotFoundError(checkpoint_id)
+            return [self._verify_one(checkpoint_id, self._folder(checkpoint_id) / _LOG)]
+        if not self.root.is_dir():
+            return []
+        reports = []
+        for folder in sorted(self.root.iterdir()):
+            path = folder / _LOG
+            if path.is_file():
+                reports.append(self._verify_one(folder.name, path))
+        return sorted(reports, key=lambda report: report.checkpoint_id)
+
+    def _verify_one(self, fallback_id: str, path: Path) -> VerifyReport:
+        with shared_lock(path.parent / _LOCK):
+            data = path.read_bytes()
+        return verify_log(data, source=str(path), fallback_id=fallback_id)
 
     # -- folders and locks -----------------------------------------------------------------
 
     def _folder(self, checkpoint_id: str) -> Path:
         return self.root / safe_name(checkpoint_id)
 
-    @contextlib.contextmanager
-    def _existing(self, checkpoint_id: str) -> Iterator[Path]:
-        """The folder of a committed checkpoint, under its cross-process lock."""
-        folder = self._folder(checkpoint_id)
-        if not (folder / _LOG).exists():
-            raise CheckpointNotFoundError(checkpoint_id)
-        with exclusive_lock(folder / _LOCK):
-            yield folder
+    def _source(self, checkpoint_id: str) -> str:
+        return str(self._folder(checkpoint_id) / _LOG)
 
     def _lock(self, checkpoint_id: str) -> asyncio.Lock:
         return _LOCKS((str(self.root), checkpoint_id))
 
+    def _faults(
+        self, operation: str, checkpoint_id: str | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """Disk faults (full, read-only, I/O) as typed ``StorageError``s naming the folder."""
+        resource = str(self.root if checkpoint_id is None else self._folder(checkpoint_id))
+        return os_errors_as(
+            lambda exc: StorageError.from_os_error(
+                exc, operation=f"checkpoint {operation}", resource=resource
+            )
+        )
 
-def _inode(st: os.stat_result) -> tuple[int, int]:
-    return st.st_dev, st.st_ino
+
+def _part_payloads(
+    digest: str, data: bytes, fmt: str, known: Callable[[str], bool], seen: set[str]
+) -> list[tuple[str, bytes]]:
+    """The ``B`` (and, for a big part, ``T``) records storing ``data`` as ``digest``.
+
+    Pieces the log already holds (``known``) are not written again; ``seen`` collects every
+    hash written, so one commit never writes a piece twice.
+    """
+    pieces = _chunks.cut(data, fmt)
+    seen.add(digest)
+    if len(pieces) == 1:
+        return [(digest, _log.blob_payload(digest, data))]
+    out: list[tuple[str, bytes]] = []
+    hashes = []
+    for piece in pieces:
+        piece_digest = _digest(piece)
+        hashes.append(piece_digest)
+        if not known(piece_digest):
+            seen.add(piece_digest)
+            out.append((piece_digest, _log.blob_payload(piece_digest, piece)))
+    out.append((digest, _log.pieces_payload(digest, hashes)))
+    return out
 
 
-def _append_durably(fd: int, data: bytes) -> int:
+def _warn_torn(source: str, size: int, action: str) -> None:
+    logger.warning(
+        "%s a torn tail of %d bytes at the end of %s (a write that never completed)",
+        action,
+        size,
+        source,
+    )
+
+
+def _append_durably(fd: int, data: bytes, *, sync: bool = True) -> int:
     """Append ``data`` and fsync; return where it starts. On failure, cut it off again."""
     start = os.fstat(fd).st_size
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except BaseException:
         with contextlib.suppress(OSError):  # best effort: the next writer also truncates
             os.ftruncate(fd, start)
         raise
     return start
 
-
-def _advanced(
-    checkpoint_id: str,
-    tail: _Tail | None,
-    payloads: list[bytes],
-    inode: tuple[int, int],
-    end: int,
-    source: str,
-) -> _Tail | None:
-    """``tail`` moved past the complete records ``payloads``; None while no commit exists."""
-    if tail is None:
-        if not payloads:
-            return None
-        header = _log.decode_header(payloads[0], source=source, checkpoint_id=checkpoint_id)
-        if len(payloads) < 2:
-            return None  # the first commit never completed
-        fmt, head, known = header.format, "", set()
-        payloads = payloads[1:]
-    else:
-        if not payloads:
-            return tail
-        fmt, head, known = tail.format, tail.head, tail.known
-    for payload in payloads:
-        commit = _log.decode_commit(payload, fmt, source=source)
-        head = commit.snapshot_id
-        known.update(commit.blobs)
-    last = payloads[-1]
-    last_at = end - _log.FRAME_OVERHEAD - len(last)
-    recent = tail.recent if tail is not None else {}
-    return _Tail(inode, end, last_at, _log.frame_head(last), fmt, head, known, recent)
-
-
-def _commit_record(
-    record: SnapshotRecord, tail: _Tail | None, fmt: str, identity: tuple[str, str]
-) -> tuple[_log.CommitRecord, dict[tuple[str, str], tuple[bytes, str]]]:
-    """The log record for ``record``: part hashes, plus the bytes of parts new to the log."""
-    refs: dict[str, dict[str, str]] = {}
-    blobs: dict[str, msgspec.Raw] = {}
-    recent: dict[tuple[str, str], tuple[bytes, str]] = {}
-    for bucket, values in record.parts.items():
-        bucket_refs = refs[bucket] = {}
-        for key, data in values.items():
-            data = EncodedPart(data, record.format).reencoded(fmt)  # type: ignore[arg-type]
-            previous = tail.recent.get((bucket, key)) if tail is not None else None
-            # Comparing with the previous snapshot's bytes is far cheaper than hashing them.
-            digest = previous[1] if previous is not None and previous[0] == data else _digest(data)
-            bucket_refs[key] = digest
-            recent[(bucket, key)] = (data, digest)
-            if (tail is None or digest not in tail.known) and digest not in blobs:
-                blobs[digest] = msgspec.Raw(data)
-    commit = _log.CommitRecord(
-        **record.header(),
-        parts=refs,
-        blobs=blobs,
-        workflow_name=identity[0],
-        graph_signature_hash=identity[1],
-    )
-    return commit, recent
-
-
-def _snapshot(
-    commit: _log.CommitRecord, blobs: dict[str, bytes], fmt: Format, source: str
-) -> CheckpointSnapshot:
-    try:
-        parts = {b: {k: blobs[h] for k, h in refs.items()} for b, refs in commit.parts.items()}
-    except KeyError as exc:
-        raise CorruptCheckpointError(
-            f"snapshot {commit.snapshot_id!r} names state part {exc.args[0]!r}, "
-            "which the log does not hold",
-            source=source,
-        ) from None
-    record = SnapshotRecord.from_header(commit, format=fmt, parts=parts)
-    return CheckpointSnapshot.from_record(record, source=source)
-
-
-def _compacted(loaded: _Loaded, removed: set[str]) -> bytes:
-    """A fresh log holding only the surviving commits, each part's bytes written once."""
-    fmt = loaded.header.format
-    chunks = [_log.frame(_log.encode_header(loaded.header.checkpoint_id, fmt))]
-    written: set[str] = set()
-    for commit in loaded.commits:
-        if commit.snapshot_id in removed:
-            continue
-        needed = {h for refs in commit.parts.values() for h in refs.values()} - written
-        blobs = {h: msgspec.Raw(loaded.blobs[h]) for h in sorted(needed)}
-        written |= needed
-        chunks.append(
-            _log.frame(_log.encode_commit(msgspec.structs.replace(commit, blobs=blobs), fmt))
-        )
-    return b"".join(chunks)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, Format, SnapshotRecord
 from checkflow.errors import CheckpointConflictError, CheckpointNotFoundError
 from checkflow.storage._graph import unreachable
+from checkflow.storage._verify import VerifyReport, check_records
 
 __all__ = ["InMemoryCheckpointStorage"]
 
@@ -24,6 +25,7 @@ class _Stored:
     graph_signature_hash: str
     head: str | None = None
     records: dict[str, SnapshotRecord] = field(default_factory=dict)
+    pruned: set[str] = field(default_factory=set)
 
 
 class InMemoryCheckpointStorage:
@@ -66,6 +68,7 @@ class InMemoryCheckpointStorage:
             records = list(stored.records.values())
             head = stored.head
             name, signature = stored.workflow_name, stored.graph_signature_hash
+            pruned = frozenset(stored.pruned)
         return Checkpoint(
             checkpoint_id,
             workflow_name=name,
@@ -73,6 +76,7 @@ class InMemoryCheckpointStorage:
             snapshots=[CheckpointSnapshot.from_record(r) for r in records],
             head_snapshot_id=head,
             checkpoint_storage=self,
+            pruned_snapshot_ids=pruned,
         )
 
     async def delete(self, checkpoint_id: str) -> None:
@@ -94,7 +98,16 @@ class InMemoryCheckpointStorage:
             removed = unreachable(checkpoint_id, parents, head=stored.head, keep=keep)
             for snapshot_id in removed:
                 del stored.records[snapshot_id]
+            stored.pruned.update(removed)
             return removed
+
+    async def verify(self, checkpoint_id: str | None = None) -> list[VerifyReport]:
+        """Check every (or one) checkpoint's records: graph, head and every part decodable."""
+        with self._lock:
+            ids = sorted(self._checkpoints) if checkpoint_id is None else [checkpoint_id]
+            stored = [(cid, self._get(cid)) for cid in ids]
+            views = [(cid, s.head, list(s.records.values())) for cid, s in stored]
+        return [check_records(cid, head, records) for cid, head, records in views]
 
     def _get(self, checkpoint_id: str) -> _Stored:
         stored = self._checkpoints.get(checkpoint_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
-from checkflow.errors import SnapshotNotFoundError
+from checkflow.errors import CorruptCheckpointError, SnapshotNotFoundError
 
 
 async def test_a_new_checkpoint_has_no_snapshots_and_no_head() -> None:
@@ -100,7 +100,7 @@ async def test_constructor_rejects_a_head_that_is_not_among_the_snapshots(make_s
 
 async def test_constructor_rejects_a_snapshot_whose_parent_is_missing(make_state) -> None:
     orphan = CheckpointSnapshot(state=make_state(), parent_snapshot_id="pruned-away")
-    with pytest.raises(ValueError, match="pruned-away"):
+    with pytest.raises(CorruptCheckpointError, match="pruned-away"):
         Checkpoint("run-1", snapshots=[orphan], head_snapshot_id=orphan.snapshot_id)
 
 

@@ -259,7 +259,10 @@ async def test_prune_removes_unkept_branches_and_their_chunks(
     head = await checkpoint.commit_snapshot(state=make_state("other branch"))
     assert await cosmos_storage.prune("run-1", keep=[]) == [big.snapshot_id]
     items = await partition_items(cosmos_container, "run-1")
-    assert set(items) == {"manifest", snapshot_item_id(root), snapshot_item_id(head.snapshot_id)}
+    prunes = [item for name, item in items.items() if name.startswith("p.")]
+    assert [p["snapshot_ids"] for p in prunes] == [[big.snapshot_id]]  # the prune's record
+    assert set(items) - {p["id"] for p in prunes} == {
+        "manifest", snapshot_item_id(root), snapshot_item_id(head.snapshot_id)}
 
 
 # -- delete and corruption -------------------------------------------------------------------

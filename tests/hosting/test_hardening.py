@@ -20,11 +20,17 @@ import httpx
 import pytest
 from hosting_flows import Gate, build
 
-from checkflow.errors import ConversationBusyError, ConversationLimitError
+from checkflow.agents import ChatMessage, WorkflowAgent
+from checkflow.errors import (
+    CheckpointLostError,
+    ConversationBusyError,
+    ConversationLimitError,
+    StateTooLargeError,
+)
 from checkflow.hosting import WorkflowHost, create_app
 from checkflow.sessions import AgentSession, FileSessionStore, InMemorySessionStore
 from checkflow.storage import FileCheckpointStorage
-from checkflow.workflows import RunStatus
+from checkflow.workflows import Executor, RunStatus, WorkflowBuilder, WorkflowContext, handler
 
 HERE = Path(__file__).resolve().parent
 
@@ -160,9 +166,7 @@ async def test_a_damaged_checkpoint_is_503_checkpoint_corrupt_naming_it(tmp_path
     done = await host.run("c", message="one")
     assert done.resume_token is not None
     (log,) = [p for p in (tmp_path / "c").rglob("*") if p.is_file() and p.stat().st_size > 200]
-    data = bytearray(log.read_bytes())
-    data[len(data) // 3] ^= 0xFF  # damage in the middle, not a torn tail
-    log.write_bytes(bytes(data))
+    log.write_bytes(b"\x00garbage" * (log.stat().st_size // 8))  # no valid log at all
     async with _client(host) as client:
         answer = await client.get("/v1/conversations/c")
     assert (answer.status_code, answer.json()["error"]["code"]) == (503, "checkpoint_corrupt")
@@ -213,3 +217,118 @@ async def test_a_restarted_server_takes_over_the_lease_of_its_dead_predecessor_a
         if child.poll() is None:
             child.kill()
             child.wait(timeout=30)
+
+
+def _log_file(root: Path) -> Path:
+    (log,) = [p for p in root.rglob("*") if p.is_file() and p.stat().st_size > 200]
+    return log
+
+
+async def test_a_log_cut_short_below_an_acknowledged_head_is_checkpoint_lost_not_a_fresh_start(
+    tmp_path: Path,
+) -> None:
+    storage = FileCheckpointStorage(tmp_path / "c")
+    host = WorkflowHost(build(), session_store=FileSessionStore(tmp_path / "s"),
+                        checkpoint_storage=storage)
+    first = await host.run("c", message="one")
+    size_after_first = _log_file(tmp_path / "c").stat().st_size
+    second = await host.run("c", message="two")
+    log = _log_file(tmp_path / "c")
+    with log.open("r+b") as f:  # the second turn's records are cut short, as by a lost write
+        f.truncate((size_after_first + log.stat().st_size) // 2)
+    with pytest.raises(CheckpointLostError) as lost:
+        await host.get_conversation("c")
+    assert second.resume_token is not None and first.resume_token is not None
+    assert lost.value.expected_head_snapshot_id == second.resume_token.snapshot_id
+    actual = lost.value.actual_head_snapshot_id  # an earlier snapshot storage kept
+    assert actual is not None and actual != second.resume_token.snapshot_id
+    async with _client(host) as client:
+        got = await client.get("/v1/conversations/c")
+        ran = await client.post("/v1/conversations/c/runs", json={"message": "three"})
+    for answer in (got, ran):
+        assert (answer.status_code, answer.json()["error"]["code"]) == (500, "checkpoint_lost")
+        assert answer.json()["error"]["expected_head_snapshot_id"] == (
+            second.resume_token.snapshot_id)
+    # the conversation was not replaced by a fresh one: it still names the lost head
+    with pytest.raises(CheckpointLostError):
+        await host.run("c", message="four")
+    assert await storage.list_checkpoint_ids() == [first.resume_token.checkpoint_id]
+
+
+class Echo(Executor):
+    @handler
+    async def echo(self, messages: list[ChatMessage], ctx: WorkflowContext) -> None:
+        await ctx.yield_output(messages[-1].text)
+
+
+async def test_a_workflow_agent_is_told_its_acknowledged_head_is_lost(tmp_path: Path) -> None:
+    storage = FileCheckpointStorage(tmp_path / "c")
+    agent = WorkflowAgent(WorkflowBuilder(start_executor=Echo("echo")).build(),
+                          checkpoint_storage=storage)
+    session = agent.create_session()
+    await agent.run("one", session=session)
+    size = _log_file(tmp_path / "c").stat().st_size
+    await agent.run("two", session=session)
+    log = _log_file(tmp_path / "c")
+    with log.open("r+b") as f:
+        f.truncate((size + log.stat().st_size) // 2)
+    with pytest.raises(CheckpointLostError):
+        await agent.run("three", session=session)
+
+
+async def test_a_state_over_the_size_limit_commits_nothing_and_is_422(tmp_path: Path) -> None:
+    storage = FileCheckpointStorage(tmp_path / "c")
+    host = WorkflowHost(build(), checkpoint_storage=storage, max_state_bytes=4_000)
+    with pytest.raises(StateTooLargeError, match="over the limit of 4000"):
+        await host.run("c", message="x" * 10_000)
+    assert await storage.list_checkpoint_ids() == []
+    async with _client(host) as client:
+        answer = await client.post("/v1/conversations/c/runs", json={"message": "y" * 10_000})
+        small = await client.post("/v1/conversations/c/runs", json={"message": "small"})
+    assert (answer.status_code, answer.json()["error"]["code"]) == (422, "state_too_large")
+    assert answer.json()["error"]["limit"] == 4_000
+    assert small.status_code == 200 and small.json()["outputs"] == ["SMALL"]
+
+
+async def test_checkpoints_verify_reports_a_torn_tail_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from checkflow.cli import main
+
+    host = WorkflowHost(build(), session_store=FileSessionStore(tmp_path / "sessions"),
+                        checkpoint_storage=FileCheckpointStorage(tmp_path / "checkpoints"))
+    done = await host.run("c", message="one")
+    assert done.resume_token is not None
+    argv = ["checkpoints", "verify", "--storage", f"file:{tmp_path}", "--json"]
+    assert await asyncio.to_thread(main, argv) == 0
+    assert json.loads(capsys.readouterr().out)[0]["ok"] is True
+    log = _log_file(tmp_path / "checkpoints")
+    size = log.stat().st_size
+    await host.run("c", message="two")
+    with log.open("r+b") as f:  # what a crash mid-commit leaves: a record cut short
+        f.truncate(log.stat().st_size - 7)
+    assert await asyncio.to_thread(main, argv) == 1
+    (report,) = json.loads(capsys.readouterr().out)
+    assert report["checkpoint_id"] == done.resume_token.checkpoint_id
+    assert 0 < report["torn_tail_bytes"] < log.stat().st_size - size
+    assert await asyncio.to_thread(main, [*argv[:-1], done.resume_token.checkpoint_id]) == 1
+    assert "torn tail" in capsys.readouterr().out
+
+
+async def test_the_tree_of_a_checkpoint_with_thousands_of_nested_branch_points_renders() -> None:
+    from checkflow.checkpoints import Checkpoint
+    from checkflow.cli._tree import render_tree
+
+    state = {"workflow_state": {}, "executor_states": {}, "edge_states": {},
+             "messages": {"input": [], "pending": {}, "output": []}}
+    checkpoint = Checkpoint("deep")
+    for _ in range(1_500):  # each snapshot gets two children: the chain forks at every step
+        parent = checkpoint.head_snapshot_id
+        await checkpoint.commit_snapshot(state=state)
+        if parent is not None:
+            checkpoint.restart_from(parent)
+            await checkpoint.commit_snapshot(state=state)
+    lines = render_tree(checkpoint).splitlines()
+    assert len(lines) == len(checkpoint.snapshots)

@@ -20,6 +20,8 @@ from checkflow.errors import (
     CheckpointConflictError,
     CheckpointNotFoundError,
     CorruptCheckpointError,
+    StorageFullError,
+    StorageUnavailableError,
     UnregisteredStateTypeError,
     UnsupportedFormatVersionError,
 )
@@ -45,6 +47,17 @@ def root(tmp_path: Path) -> Path:
 
 def log_of(root: Path, checkpoint_id: str = "run-1") -> Path:
     return root / safe_name(checkpoint_id) / "log"
+
+
+def record_offsets(log: Path, kind: bytes) -> list[tuple[int, bytes]]:
+    """(byte offset, payload) of every record of ``kind`` (b"C", b"B", ...) in a v2 log."""
+    payloads, _ = scan(log.read_bytes(), source="test")
+    found, pos = [], 0
+    for payload in payloads:
+        if payload[:1] == kind and pos:
+            found.append((pos, payload))
+        pos += len(frame(payload))
+    return found
 
 
 async def commit_chain(storage: FileCheckpointStorage, make_state, count: int, **extra):
@@ -167,28 +180,18 @@ async def test_a_cached_tail_is_not_trusted_after_another_instance_recreated_the
 async def test_a_same_size_log_rewritten_in_place_is_re_read_not_trusted(
     root: Path, make_state, tmp_path: Path
 ) -> None:
-    mine = await commit_chain(FileCheckpointStorage(root), make_state, 2)  # caches its tail
-    elsewhere = tmp_path / "elsewhere"  # another instance branches and compacts a copy
-    log_of(elsewhere).parent.mkdir(parents=True)
-    log_of(elsewhere).write_bytes(log_of(root).read_bytes())
-    theirs = await FileCheckpointStorage(elsewhere).load("run-1")
-    theirs.restart_from(theirs.snapshots[0].snapshot_id)
-    branch = await theirs.commit_snapshot(state=make_state(1))
-    assert await FileCheckpointStorage(elsewhere).prune("run-1", keep=[]) == [
-        mine.head_snapshot_id
-    ]
-    compacted = log_of(elsewhere).read_bytes()
-    assert len(compacted) == log_of(root).stat().st_size  # the same size: only bytes differ
-    with open(log_of(root), "r+b") as handle:  # copied back in place: the inode is kept
-        handle.write(compacted)
+    mine = await commit_chain(FileCheckpointStorage(root), make_state, 2)  # caches its index
+    elsewhere = tmp_path / "elsewhere"  # another history of the same id, of the same size
+    theirs = await commit_chain(FileCheckpointStorage(elsewhere), make_state, 2)
+    other = log_of(elsewhere).read_bytes()
+    assert len(other) == log_of(root).stat().st_size  # the same size: only bytes differ
+    with open(log_of(root), "r+b") as handle:  # copied over in place: the inode is kept
+        handle.write(other)
     with pytest.raises(CheckpointConflictError) as caught:
         await mine.commit_snapshot(state=make_state(2))
-    assert caught.value.actual_head_snapshot_id == branch.snapshot_id
+    assert caught.value.actual_head_snapshot_id == theirs.head_snapshot_id
     loaded = await FileCheckpointStorage(root).load("run-1")
-    assert [s.snapshot_id for s in loaded.snapshots] == [
-        mine.snapshots[0].snapshot_id,
-        branch.snapshot_id,
-    ]
+    assert [s.snapshot_id for s in loaded.snapshots] == [s.snapshot_id for s in theirs.snapshots]
 
 
 async def test_a_log_copied_under_another_id_raises_corrupt(root: Path, make_state) -> None:
@@ -219,10 +222,25 @@ async def test_a_damaged_record_before_the_last_raises_corrupt_naming_the_file(
     root: Path, make_state
 ) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 3)
-    flip_bit(log_of(root), 150)  # inside the first commit record's payload
+    first_commit = record_offsets(log_of(root), b"C")[0][0]
+    flip_bit(log_of(root), first_commit + 30)  # inside the first commit record's payload
     with pytest.raises(CorruptCheckpointError) as caught:
         await FileCheckpointStorage(root).load("run-1")
     assert str(log_of(root)) in str(caught.value)
+
+
+async def test_a_damaged_older_part_is_corruption_when_read_and_verify_reports_it(
+    root: Path, make_state
+) -> None:
+    await commit_chain(FileCheckpointStorage(root), make_state, 3)
+    at, payload = record_offsets(log_of(root), b"B")[0]  # the first snapshot's own "n" part
+    flip_bit(log_of(root), at + 16 + len(payload) - 1)  # its last byte, past the hash
+    loaded = await FileCheckpointStorage(root).load("run-1")  # the head does not need it
+    with pytest.raises(CorruptCheckpointError, match="fails its checksum") as caught:
+        _ = loaded.snapshots[0].state
+    assert str(log_of(root)) in str(caught.value)
+    (report,) = await FileCheckpointStorage(root).verify("run-1")
+    assert not report.ok and report.corrupt
 
 
 async def test_a_bit_flip_in_the_last_msgpack_record_is_corruption_not_a_torn_write(
@@ -236,7 +254,7 @@ async def test_a_bit_flip_in_the_last_msgpack_record_is_corruption_not_a_torn_wr
 
 async def test_a_writer_refuses_to_append_to_a_damaged_log(root: Path, make_state) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 2)
-    flip_bit(log_of(root), 150)
+    flip_bit(log_of(root), record_offsets(log_of(root), b"C")[0][0] + 30)
     newcomer = Checkpoint("run-1", checkpoint_storage=FileCheckpointStorage(root))
     with pytest.raises(CorruptCheckpointError):
         await newcomer.commit_snapshot(state=make_state(5))
@@ -257,9 +275,10 @@ async def test_a_snapshot_of_an_unknown_version_raises_unsupported_naming_the_fi
 ) -> None:
     await commit_chain(FileCheckpointStorage(root), make_state, 1)
     payloads, _ = scan(log_of(root).read_bytes(), source="log")
-    commit = msgspec.json.decode(payloads[1])
+    commit = msgspec.json.decode(payloads[-1][1:])
     commit["format_version"] = 3  # written by a future release
-    log_of(root).write_bytes(frame(payloads[0]) + frame(msgspec.json.encode(commit)))
+    payloads[-1] = b"C" + msgspec.json.encode(commit)
+    log_of(root).write_bytes(b"".join(frame(p) for p in payloads))
     with pytest.raises(UnsupportedFormatVersionError) as caught:
         await FileCheckpointStorage(root).load("run-1")
     assert str(log_of(root)) in str(caught.value)
@@ -335,7 +354,8 @@ async def test_a_msgpack_storage_writes_a_msgpack_log(root: Path, make_state) ->
     checkpoint = await commit_chain(FileCheckpointStorage(root, format="msgpack"), make_state, 1)
     payloads, _ = scan(log_of(root).read_bytes(), source="test")
     assert msgspec.json.decode(payloads[0])["format"] == "msgpack"
-    assert msgspec.msgpack.decode(payloads[1])["snapshot_id"] == checkpoint.head_snapshot_id
+    assert payloads[-1][:1] == b"C"  # the commit record, after the parts and their list
+    assert msgspec.msgpack.decode(payloads[-1][1:])["snapshot_id"] == checkpoint.head_snapshot_id
     loaded = await FileCheckpointStorage(root, format="json").load("run-1")  # reads the log's
     assert loaded.head_snapshot.record.format == "msgpack"
     assert loaded.head_snapshot.state == make_state(0)
@@ -354,13 +374,15 @@ async def test_a_msgpack_instance_appends_to_a_json_log(root: Path, make_state) 
 
 async def test_prune_compacts_the_log_and_keeps_the_lock_file(root: Path, make_state) -> None:
     storage = FileCheckpointStorage(root)
-    checkpoint = await commit_chain(storage, make_state, 5, big="y" * 10_000)
+    checkpoint = await commit_chain(storage, make_state, 1)
+    for n in range(1, 5):  # a branch of distinct 40 kB parts, about to be pruned
+        await checkpoint.commit_snapshot(state=make_state(n, big=str(n) * 40_000))
     checkpoint.restart_from(checkpoint.snapshots[0].snapshot_id)
     await checkpoint.commit_snapshot(state=make_state(9))
     before = log_of(root).stat().st_size
     removed = await storage.prune("run-1", keep=[])
     assert len(removed) == 4
-    assert log_of(root).stat().st_size < before
+    assert log_of(root).stat().st_size < before // 10  # mostly dead: rewritten
     assert (log_of(root).parent / "lock").exists()
     loaded = await FileCheckpointStorage(root).load("run-1")
     assert [s.state["workflow_state"]["n"] for s in loaded.snapshots] == [0, 9]
@@ -400,8 +422,10 @@ async def test_a_failing_fsync_cuts_the_record_off_and_changes_nothing(
 
     with monkeypatch.context() as patched:
         patched.setattr(os, "fsync", failing_fsync)
-        with pytest.raises(OSError, match="Input/output"):
+        with pytest.raises(StorageUnavailableError, match="Input/output") as caught:
             await checkpoint.commit_snapshot(state=make_state(9))
+    assert caught.value.errno == errno.EIO
+    assert isinstance(caught.value.__cause__, OSError)
     assert len(checkpoint.snapshots) == 2
     await assert_memory_and_storage_agree(root, checkpoint, size)
     await checkpoint.commit_snapshot(state=make_state(10))  # the same objects carry on
@@ -427,7 +451,7 @@ async def test_a_partial_write_that_hits_the_file_size_limit_is_cut_off(
     storage = FileCheckpointStorage(root)
     checkpoint = await commit_chain(storage, make_state, 2)
     size = log_of(root).stat().st_size
-    with file_size_limit(size + 40), pytest.raises(OSError) as caught:  # the record gets 40 B
+    with file_size_limit(size + 40), pytest.raises(StorageFullError) as caught:  # 40 B fit
         await checkpoint.commit_snapshot(state=make_state(9, notes="x" * 4096))
     assert caught.value.errno == errno.EFBIG
     assert len(checkpoint.snapshots) == 2

@@ -29,6 +29,7 @@ from checkflow.errors import (
     SnapshotNotFoundError,
 )
 from checkflow.storage._graph import unreachable
+from checkflow.storage._verify import VerifyReport
 from checkflow.storage.cosmos._layout import (
     BATCH_BUDGET_BYTES,
     MANIFEST_ID,
@@ -40,6 +41,8 @@ from checkflow.storage.cosmos._layout import (
     manifest_item,
     parse_manifest,
     partition_key,
+    prune_items,
+    pruned_ids,
     record_from_item,
     serialized_size,
     snapshot_item,
@@ -67,14 +70,16 @@ _OPERATION_OVERHEAD: Final = 256  # bytes a batch adds around each operation's b
 _MANIFEST_REJECTED: Final = frozenset({404, 409, 412})
 
 _SNAPSHOTS_SQL: Final = (
-    "SELECT * FROM c WHERE c.pk = @pk AND c.kind = 'snapshot' AND c.epoch = @epoch"
+    "SELECT * FROM c WHERE c.pk = @pk AND (c.kind = 'snapshot' OR c.kind = 'prune') "
+    "AND c.epoch = @epoch"
 )
 _CHUNKS_SQL: Final = (
     "SELECT c.id, c.data FROM c WHERE c.pk = @pk AND c.kind = 'chunk' AND c.epoch = @epoch"
 )
 _INVENTORY_SQL: Final = (
-    "SELECT c.id, c.kind, c.epoch, c.seq, c.snapshot_id, c.parent_snapshot_id, c.chunks "
-    "FROM c WHERE c.pk = @pk AND (c.kind = 'snapshot' OR c.kind = 'chunk')"
+    "SELECT c.id, c.kind, c.epoch, c.seq, c.snapshot_id, c.parent_snapshot_id, c.chunks, "
+    "c.snapshot_ids FROM c WHERE c.pk = @pk "
+    "AND (c.kind = 'snapshot' OR c.kind = 'chunk' OR c.kind = 'prune')"
 )
 _LIST_SQL: Final = "SELECT c.checkpoint_id FROM c WHERE c.kind = 'manifest'"
 
@@ -237,7 +242,12 @@ class CosmosCheckpointStorage(CosmosResource):
         manifest = await self._read_manifest(checkpoint_id, pk)
         if manifest is None:
             raise CheckpointNotFoundError(checkpoint_id)
-        items = await query_partition(self.container, pk, _SNAPSHOTS_SQL, epoch=manifest.epoch)
+        rows = await query_partition(self.container, pk, _SNAPSHOTS_SQL, epoch=manifest.epoch)
+        pruned = pruned_ids(rows)
+        items = [
+            row for row in rows
+            if row.get("kind") == "snapshot" and row.get("snapshot_id") not in pruned
+        ]
         chunks: dict[str, str] = {}
         if any(item.get("chunks") for item in items):
             rows = await query_partition(self.container, pk, _CHUNKS_SQL, epoch=manifest.epoch)
@@ -263,11 +273,30 @@ class CosmosCheckpointStorage(CosmosResource):
                 snapshots=snapshots,
                 head_snapshot_id=manifest.head,
                 checkpoint_storage=self,
+                pruned_snapshot_ids=pruned,
             )
-        except (ValueError, SnapshotNotFoundError) as exc:
+        except (ValueError, SnapshotNotFoundError, CorruptCheckpointError) as exc:
             raise CorruptCheckpointError(str(exc), source=self._source(pk, MANIFEST_ID)) from exc
         self._remember(manifest)
         return checkpoint
+
+    async def verify(self, checkpoint_id: str | None = None) -> list[VerifyReport]:
+        """Read every item of every (or one) checkpoint; report what is wrong, change nothing.
+
+        ``CheckpointNotFoundError`` for an unknown ``checkpoint_id``.
+        """
+        from checkflow.storage.cosmos._verify import verify_checkpoint
+
+        ids = await self.list_checkpoint_ids() if checkpoint_id is None else [checkpoint_id]
+        return [await verify_checkpoint(self, cid) for cid in ids]
+
+    async def read_manifest(self, cid: str, pk: str) -> Manifest | None:
+        """The manifest item of ``cid`` (``None`` when there is none); for ``verify``."""
+        return await self._read_manifest(cid, pk)
+
+    def source(self, pk: str, item_id: str) -> str:
+        """Where an item lives, for error messages and reports."""
+        return self._source(pk, item_id)
 
     async def list_checkpoint_ids(self) -> list[str]:
         """Every checkpoint id with a manifest in the container, sorted (cross-partition)."""
@@ -336,6 +365,11 @@ class CosmosCheckpointStorage(CosmosResource):
             )
             if doomed_chunks and not await self._touch(pk, manifest):
                 continue  # a commit landed meanwhile: plan again
+            # recorded before anything is deleted: a crash in between leaves only leftovers
+            await self._parallel(
+                self.container.create_item(item)
+                for item in prune_items(pk, removed, epoch=manifest.epoch)
+            )
             await self._delete_items(pk, doomed_snapshots)
             await self._delete_items(pk, doomed_chunks)
             return removed
@@ -397,8 +431,13 @@ def _prune_plan(
     checkpoint_id: str, manifest: Manifest, rows: list[dict[str, Any]], keep: list[str]
 ) -> tuple[list[str], list[str], list[str]]:
     """(removed snapshot ids, snapshot item ids to delete, chunk item ids to delete)."""
+    earlier = pruned_ids([r for r in rows if r.get("epoch") == manifest.epoch])
     current = sorted(
-        (r for r in rows if r.get("kind") == "snapshot" and r.get("epoch") == manifest.epoch),
+        (
+            r for r in rows
+            if r.get("kind") == "snapshot" and r.get("epoch") == manifest.epoch
+            and r.get("snapshot_id") not in earlier
+        ),
         key=lambda r: int(r.get("seq", 0)),
     )
     parents = {r["snapshot_id"]: r.get("parent_snapshot_id") for r in current}
@@ -408,8 +447,9 @@ def _prune_plan(
     doomed_snapshots = [
         r["id"]
         for r in rows
-        if r.get("kind") == "snapshot"
-        and (r.get("epoch") != manifest.epoch or r.get("snapshot_id") in gone)
+        if (r.get("kind") == "snapshot"
+            and (r.get("epoch") != manifest.epoch or r.get("snapshot_id") in gone | earlier))
+        or (r.get("kind") == "prune" and r.get("epoch") != manifest.epoch)
     ]
     doomed_chunks = [r["id"] for r in rows if r.get("kind") == "chunk" and r["id"] not in named]
     return removed, doomed_snapshots, doomed_chunks

@@ -9,6 +9,8 @@ Items in it:
 - ``s.<snapshot id>``: one snapshot (lineage, timestamp, metadata, encoded parts), or the list
   of chunk items that hold its parts when they are too big for one item.
 - ``c.<random>``: one slice of a big snapshot's parts, unreachable until a snapshot names it.
+- ``p.<random>``: the ids one ``prune()`` removed (written before it deletes anything), so a
+  pruned head is told apart from a lost one.
 
 Parts are text: JSON as it is (readable in the portal), MessagePack as base64. Pure functions
 only: this module must never perform I/O or import the SDK.
@@ -43,6 +45,8 @@ __all__ = [
     "manifest_item",
     "parse_manifest",
     "partition_key",
+    "prune_items",
+    "pruned_ids",
     "record_from_item",
     "serialized_size",
     "snapshot_item",
@@ -53,6 +57,7 @@ MANIFEST_ID: Final = "manifest"
 MANIFEST_SCHEMA: Final = "checkflow.checkpoint.manifest"
 SNAPSHOT_SCHEMA: Final = "checkflow.checkpoint.snapshot"
 CHUNK_SCHEMA: Final = "checkflow.checkpoint.chunk"
+PRUNE_SCHEMA: Final = "checkflow.checkpoint.prune"
 LAYOUT_VERSION: Final = 1
 
 ITEM_BUDGET_BYTES: Final = 1_500_000
@@ -261,6 +266,44 @@ def chunk_items(
         }
         for index, piece in enumerate(_split_by_serialized_size(text, budget))
     ]
+
+
+def prune_items(pk: str, removed: list[str], *, epoch: str) -> list[dict[str, Any]]:
+    """Items recording the snapshot ids one prune removed, each within the item budget."""
+    budget = ITEM_BUDGET_BYTES - _CHUNK_HEADROOM - len(epoch)
+    batches: list[list[str]] = [[]]
+    size = 0
+    for snapshot_id in removed:
+        cost = serialized_size(snapshot_id) + 1
+        if batches[-1] and size + cost > budget:
+            batches.append([])
+            size = 0
+        batches[-1].append(snapshot_id)
+        size += cost
+    return [
+        {
+            "id": f"p.{uuid.uuid4().hex}",
+            "pk": pk,
+            "kind": "prune",
+            "schema": PRUNE_SCHEMA,
+            "version": LAYOUT_VERSION,
+            "epoch": epoch,
+            "snapshot_ids": batch,
+        }
+        for batch in batches
+        if batch
+    ]
+
+
+def pruned_ids(rows: list[dict[str, Any]]) -> frozenset[str]:
+    """Every snapshot id the partition's prune items (of the current epoch) record."""
+    return frozenset(
+        snapshot_id
+        for row in rows
+        if row.get("kind") == "prune"
+        for snapshot_id in row.get("snapshot_ids") or ()
+        if isinstance(snapshot_id, str)
+    )
 
 
 def _split_by_serialized_size(text: str, budget: int) -> list[str]:

@@ -1,0 +1,37 @@
+"""``checkpoints verify``: read every record of one or every checkpoint and report damage.
+
+Torn tails (a write a crash cut short), corrupt records and unreachable leftovers are listed
+per checkpoint; the command exits 1 when anything is found, so a script or a health check can
+act on it. This module must never repair or write anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkflow.checkpoints import CheckpointStorage
+
+__all__ = ["verify"]
+
+
+async def verify(storage: CheckpointStorage, checkpoint_id: str | None) -> list[dict[str, Any]]:
+    """Every report, JSON-native (``ok`` per checkpoint)."""
+    check = getattr(storage, "verify", None)
+    if check is None:
+        raise ValueError(f"{type(storage).__name__} cannot verify its checkpoints")
+    reports = await check(checkpoint_id)
+    return [{"checkpoint_id": r.checkpoint_id, "ok": r.ok, "torn_tail_bytes": r.torn_tail_bytes,
+             "corrupt": list(r.corrupt), "unreachable": list(r.unreachable)} for r in reports]
+
+
+def describe(report: dict[str, Any]) -> str:
+    """One checkpoint's report for people."""
+    if report["ok"]:
+        return f"{report['checkpoint_id']}: ok"
+    lines = [f"{report['checkpoint_id']}: PROBLEMS"]
+    if report["torn_tail_bytes"]:
+        lines.append(f"  torn tail: {report['torn_tail_bytes']} bytes (a write a crash cut "
+                     "short; the next commit drops it)")
+    lines += [f"  corrupt: {c}" for c in report["corrupt"]]
+    lines += [f"  unreachable: {u}" for u in report["unreachable"]]
+    return "\n".join(lines)
