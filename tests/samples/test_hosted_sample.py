@@ -1,0 +1,57 @@
+"""samples/hosted.py: one conversation reached over AG-UI, the native API and Responses."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "hosting"))
+
+from served import served  # noqa: E402  (the hosting tests' uvicorn helper)
+
+
+def build_app(root: Path) -> Any:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from samples.hosted import build_app
+    finally:
+        sys.path.remove(str(ROOT))
+    return build_app(str(root))
+
+
+async def agui_run(client: httpx.AsyncClient, thread: str, **fields: Any) -> list[dict]:
+    body = {"threadId": thread, "runId": "r", "messages": [], "state": {}, "tools": [],
+            "context": [], "forwardedProps": {}, **fields}
+    async with client.stream("POST", "/agui", json=body) as response:
+        assert response.status_code == 200
+        return [json.loads(line[5:]) async for line in response.aiter_lines()
+                if line.startswith("data:")]
+
+
+async def test_a_thread_started_over_agui_is_answered_over_the_native_api(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="checkflow.samples.hosted")
+    async with served(build_app(tmp_path)) as (url, _), \
+            httpx.AsyncClient(base_url=url, timeout=30) as client:
+        events = await agui_run(client, "article-1",
+                                messages=[{"id": "m1", "role": "user", "content": "owls"}])
+        (interrupt,) = events[-1]["outcome"]["interrupts"]
+
+        state = (await client.get("/v1/conversations/article-1")).json()
+        assert [r["request_id"] for r in state["pending_requests"]] == [interrupt["id"]]
+        answered = await client.post("/v1/conversations/article-1/runs",
+                                     json={"responses": {interrupt["id"]: True}})
+        assert answered.json()["outputs"] == ["published: Five things to know about owls."]
+
+        response = (await client.post("/responses", json={"input": "bats"})).json()
+        assert any(item["type"] == "function_call" for item in response["output"])
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("superstep 1 ['writer'] took") for m in messages)
+    assert any(m.startswith("commit superstep_completed") for m in messages)
