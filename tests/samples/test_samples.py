@@ -105,3 +105,30 @@ def test_cosmos_hosting_against_the_emulator(run_sample: Run, cosmos_emulator) -
     assert re.fullmatch(r"article-\w+: awaiting_responses, asking \w+", out[0])
     assert re.fullmatch(
         r"article-\w+: idle, outputs \['published: Five things to know about owls.'\]", out[1])
+
+
+async def test_agent_chain_with_openai_agents_when_a_key_is_set(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import httpx
+    import respx
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://llm.test/v1")
+    sys.path.insert(0, str(ROOT))
+    try:
+        from samples.agent_chain import main
+    finally:
+        sys.path.remove(str(ROOT))
+    replies = iter(["Owls hunt.", "Owls hunt silently.", "Bats fly.", "Bats fly blind."])
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        message = {"role": "assistant", "content": next(replies)}
+        return httpx.Response(200, json={"id": "c", "object": "chat.completion",
+                                         "choices": [{"index": 0, "message": message}]})
+
+    # the model service is the one thing a test cannot run: respx stands in for it
+    with respx.mock(base_url="https://llm.test/v1") as mock:
+        route = mock.post("/chat/completions").mock(side_effect=reply)
+        await main()
+    assert route.call_count == 4
+    assert "openai: ['Owls hunt silently.', 'Bats fly blind.']" in capsys.readouterr().out
