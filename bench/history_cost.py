@@ -76,8 +76,10 @@ async def main(runs: int, repeat: int) -> None:
         storage = FileCheckpointStorage(root)
         big = workflow.create_checkpoint(checkpoint_id="big", checkpoint_storage=storage)
         grow_start = time.perf_counter()
-        for n in range(runs):
+        for n in range(runs):  # as a server does: load the conversation's checkpoint per request
             await workflow.run(f"message {n}", checkpoint=big)
+            big = await storage.load("big")
+        del big
         grow = time.perf_counter() - grow_start
         loaded = await storage.load("big")
         pending = len(loaded.head_snapshot.state["messages"]["pending"]  # type: ignore[union-attr]

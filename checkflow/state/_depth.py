@@ -85,7 +85,10 @@ def nesting_depth_exceeds(value: Any, limit: int) -> bool:
         return True
     containers = _CONTAINERS
     items = value.values() if type(value) is dict else value
-    if limit >= 1 and not any(type(item) in containers for item in items):
+    for item in items:
+        if type(item) in containers:
+            break
+    else:
         return False  # the common case, e.g. flat metadata: one level
     stack = [iter(items)]
     while stack:

@@ -18,9 +18,9 @@ __all__ = ["MIN_CHUNKED", "cut"]
 
 MIN_CHUNKED = 8 * 1024
 """Parts up to this size are stored whole."""
-_MIN_PIECE = 1024
+_MIN_PIECE = 4 * 1024
 _MAX_PIECE = 64 * 1024
-_MASK = 31  # about one element boundary in 32 is a cut
+_MASK = 7  # past the minimum, about one element boundary in 8 is a cut
 _WINDOW = 24  # bytes after a boundary that decide whether it is a cut
 
 # Where one element of a container ends and the next begins. JSON: a closing ``}``, ``]`` or
@@ -37,19 +37,22 @@ def cut(data: bytes, format: str) -> list[bytes]:
     """``data`` as consecutive pieces (``b"".join(pieces) == data``), one piece if small."""
     if len(data) <= MIN_CHUNKED:
         return [data]
-    pieces: list[bytes] = []
-    start = 0
+    search = _BOUNDARIES[format].search
     crc32 = zlib.crc32
-    for match in _BOUNDARIES[format].finditer(data):
-        at = match.end()
-        while at - start > _MAX_PIECE:  # no cut for too long: force one
-            pieces.append(data[start : start + _MAX_PIECE])
-            start += _MAX_PIECE
-        if at - start >= _MIN_PIECE and not crc32(data[at : at + _WINDOW]) & _MASK:
-            pieces.append(data[start:at])
-            start = at
-    while len(data) - start > _MAX_PIECE:
-        pieces.append(data[start : start + _MAX_PIECE])
-        start += _MAX_PIECE
+    pieces: list[bytes] = []
+    start, size = 0, len(data)
+    while size - start > _MIN_PIECE:
+        limit = start + _MAX_PIECE
+        match = search(data, start + _MIN_PIECE, min(limit, size))
+        while match is not None:
+            at = match.end()
+            if not crc32(data[at : at + _WINDOW]) & _MASK:
+                break
+            match = search(data, at, min(limit, size))
+        at = match.end() if match is not None else min(limit, size)
+        if at >= size:
+            break
+        pieces.append(data[start:at])
+        start = at
     pieces.append(data[start:])
     return pieces

@@ -73,7 +73,7 @@ class _IndexCache:
     extend the same one).
     """
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, size: int = 64) -> None:
         self._size = size
         self._indexes: OrderedDict[str, _index.Index] = OrderedDict()
         self.lock = threading.RLock()
@@ -143,33 +143,24 @@ class FileCheckpointStorage:
 
         Older snapshots' parts are read (and checked) when their state is first read;
         unregistered types fail at ``state`` access. Reading never opens anything for
-        writing, so it works on a read-only store.
+        writing, so it works on a read-only store. Snapshots are immutable, so loads by one
+        instance share them (and a head this instance wrote or verified is not read again).
         """
         with self._faults("load", checkpoint_id):
-            index, head = await asyncio.to_thread(self._load_sync, checkpoint_id)
-        source = self._source(checkpoint_id)
-        fmt: Format = "json" if index.format == "json" else "msgpack"
-        snapshots = []
-        for entry in index.live():
-            sid = entry.header.snapshot_id
-            if sid == head.snapshot_id:
-                snapshots.append(head)
-                continue
-            snapshots.append(CheckpointSnapshot.deferred(
-                entry.header, format=fmt, fetch=self._fetcher(checkpoint_id, sid), source=source))
-        last = index.commits[head.snapshot_id].header
+            loaded = await asyncio.to_thread(self._load_sync, checkpoint_id)
+        cid, last, snapshots, pruned = loaded
         try:
             return Checkpoint(
-                index.checkpoint_id,
+                cid,
                 workflow_name=last.workflow_name,
                 graph_signature_hash=last.graph_signature_hash,
                 snapshots=snapshots,
-                head_snapshot_id=head.snapshot_id,
+                head_snapshot_id=last.snapshot_id,
                 checkpoint_storage=self,
-                pruned_snapshot_ids=index.pruned,
+                pruned_snapshot_ids=pruned,
             )
         except CorruptCheckpointError as exc:
-            raise CorruptCheckpointError(str(exc), source=source) from exc
+            raise CorruptCheckpointError(str(exc), source=self._source(checkpoint_id)) from exc
 
     async def delete(self, checkpoint_id: str) -> None:
         """Remove the checkpoint's log (the lock file stays: other processes may hold it)."""
@@ -231,7 +222,7 @@ class FileCheckpointStorage:
                 fresh = index is None
                 if index is None:
                     index = self._new_index(checkpoint_id, fd)
-                self._append_commit(fd, index, record, identity)
+                self._append_commit(fd, index, record, identity, str(path))
                 self._indexes.put(checkpoint_id, index)
             except BaseException:
                 self._indexes.put(checkpoint_id, None)  # re-read next time, trust nothing
@@ -268,7 +259,12 @@ class FileCheckpointStorage:
                             last_frame=_log.frame_head(payload))
 
     def _append_commit(
-        self, fd: int, index: _index.Index, record: SnapshotRecord, identity: tuple[str, str]
+        self,
+        fd: int,
+        index: _index.Index,
+        record: SnapshotRecord,
+        identity: tuple[str, str],
+        source: str,
     ) -> None:
         """Append the parts the log lacks, the part list and the header; fsync; index them."""
         fmt = index.format
@@ -306,12 +302,20 @@ class FileCheckpointStorage:
             index.blobs[digest] = (pos, len(payload))
             pos += len(frame)
         refs_at, commit_at = pos, pos + len(frames[-2])
-        index.commits[record.snapshot_id] = _index.Entry(header, refs_at=refs_at)
+        old_head = index.commits.get(index.head or "")
+        if old_head is not None:  # only the head's parts stay in memory
+            old_head.snapshot, old_head.verified = None, False
+        entry = index.commits[record.snapshot_id] = _index.Entry(header, refs_at=refs_at)
+        if record.format == fmt:  # what this instance wrote needs no reading back
+            entry.snapshot = CheckpointSnapshot.from_record(record, source=source)
+            entry.verified = True
         index.end = commit_at + len(frames[-1])
         index.last_at, index.last_frame = commit_at, frames[-1][: _log.HEAD_SIZE]
         index.recent = recent
 
-    def _load_sync(self, checkpoint_id: str) -> tuple[_index.Index, CheckpointSnapshot]:
+    def _load_sync(
+        self, checkpoint_id: str
+    ) -> tuple[str, _log.CommitHeader, list[CheckpointSnapshot], frozenset[str]]:
         folder = self._folder(checkpoint_id)
         path = folder / _LOG
         source = str(path)
@@ -328,14 +332,34 @@ class FileCheckpointStorage:
                     if index.torn:
                         _warn_torn(source, index.torn, "ignoring")
                     entry = index.commits[index.head or ""]
-                    parts = _index.parts_of(fd, index, entry, source)
+                    fmt: Format = "json" if index.format == "json" else "msgpack"
+                    head = entry.snapshot if entry.verified else None
+                    if head is None:
+                        parts = _index.parts_of(fd, index, entry, source)
+                        record = SnapshotRecord.from_header(entry.header, format=fmt,
+                                                            parts=parts)
+                        head = CheckpointSnapshot.from_record(record, source=source)
+                    snapshots = [self._shared(checkpoint_id, e, fmt, source)
+                                 for e in index.live() if e is not entry]
+                    snapshots.append(head)
+                    found = (index.checkpoint_id, entry.header, snapshots,
+                             frozenset(index.pruned))
             finally:
                 os.close(fd)
-        fmt: Format = "json" if index.format == "json" else "msgpack"
-        head = CheckpointSnapshot.from_record(
-            SnapshotRecord.from_header(entry.header, format=fmt, parts=parts), source=source)
-        head.verify()  # a damaged head fails here, not mid-run
-        return index, head
+        if not entry.verified:
+            head.verify()  # a damaged head fails here, not mid-run
+            with self._indexes.lock:
+                entry.snapshot, entry.verified = head, True
+        return found
+
+    def _shared(
+        self, checkpoint_id: str, entry: _index.Entry, fmt: Format, source: str
+    ) -> CheckpointSnapshot:
+        """A deferred snapshot of an older entry (made afresh: once read it holds its parts,
+        and only the head's are kept in the index)."""
+        return CheckpointSnapshot.deferred(
+            entry.header, format=fmt, source=source,
+            fetch=self._fetcher(checkpoint_id, entry.header.snapshot_id))
 
     def _fetcher(
         self, checkpoint_id: str, snapshot_id: str

@@ -32,6 +32,8 @@ class Entry:
     header: _log.CommitHeader
     refs_at: int = -1  # the R frame's offset (version 2)
     refs: dict[str, dict[str, str]] | None = None  # version 1: held in memory
+    snapshot: Any = None  # the head's CheckpointSnapshot, shared by loads (it is immutable)
+    verified: bool = False  # its parts are in memory and were checked (or written here)
 
 
 @dataclass

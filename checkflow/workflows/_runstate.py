@@ -11,7 +11,11 @@ A ``RunState`` is hydrated from ONE decoded head snapshot and exported whole at 
   "requests": {request_id: request}}``.
 
 Only what may have changed is encoded again: the bytes of every part of the last snapshot are
-kept, and a part nothing reached is handed to the commit as an ``EncodedPart``. The rule that
+kept, and a part nothing reached is handed to the commit as an ``EncodedPart``. The pending
+part changes at almost every commit, but most of it is requests that wait unchanged: the bytes
+of each request hydrated from the head are kept too, and ``messages.pending`` is assembled
+from them and the freshly encoded rest (``_pending_bytes``), exactly as encoding it whole would
+write it, so a thousand waiting requests are not re-encoded at every superstep. The rule that
 makes this sound: a part user code reached in this run (``reach()``: ``get_state``,
 ``set_state``, ``ctx.executor_state``, fan-in buffers, outputs) is encoded afresh at EVERY
 later commit of the run, because a reference handed out may be mutated in any later superstep
@@ -30,9 +34,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from checkflow.checkpoints import CheckpointSnapshot, EncodedPart, SnapshotRecord
+import msgspec
+
+from checkflow.checkpoints import CheckpointSnapshot, EncodedPart, Format, SnapshotRecord
 from checkflow.errors import CorruptCheckpointError
-from checkflow.state import decode, decode_for_inspection
+from checkflow.state import decode, decode_for_inspection, encode
 from checkflow.workflows._results import PendingRequest, RunStatus
 from checkflow.workflows._typing import type_name
 
@@ -58,6 +64,7 @@ class RunState:
         "outputs",
         "parts",
         "reached",
+        "request_bytes",
         "requests",
         "shared",
         "status",
@@ -77,6 +84,9 @@ class RunState:
         self.parts: dict[Part, EncodedPart] = {}
         self.reached: set[Part] = set()
         self.changed: set[Part] = set()
+        # the encoded bytes of requests hydrated from the head, by id, with the object they
+        # decoded to (reused while that very object is still pending), and their format
+        self.request_bytes: tuple[Format, dict[str, tuple[PendingRequest, bytes]]] | None = None
 
     def reach(self, bucket: str, key: str) -> None:
         """Mark a part user code reached: every later commit of this run encodes it again."""
@@ -131,6 +141,7 @@ class RunState:
             requests = messages["pending"]["requests"]
             for request_id, raw in requests.items():
                 run.requests[request_id] = _request_from_state(raw, resolve, checkpoint_id)
+            run.request_bytes = _slice_requests(head.record, run.requests)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptCheckpointError(
                 f"the head snapshot is not a workflow run state ({type(exc).__name__}: {exc})",
@@ -156,14 +167,28 @@ class RunState:
                 key: part("edge_states", key, value) for key, value in self.edges.items()},
             "messages": {
                 "input": part(*INPUT, self.inputs),
-                "pending": {
-                    "messages": self.deliveries,
-                    "requests": {
-                        rid: _request_to_state(r, type_ref) for rid, r in self.requests.items()
-                    },
-                },
+                "pending": self._pending(type_ref),
                 "output": part(*OUTPUT, self.outputs),
             },
+        }
+
+    def _pending(self, type_ref: Callable[[Any], str | None]) -> Any:
+        """``messages.pending``: as bytes reusing the hydrated requests' bytes when it can."""
+        if self.request_bytes is not None and "$type" not in self.requests:
+            fmt, cached = self.request_bytes
+            encoded = []
+            for rid, request in self.requests.items():
+                hit = cached.get(rid)
+                if hit is not None and hit[0] is request:
+                    encoded.append((rid, hit[1]))
+                else:
+                    state = _request_to_state(request, type_ref)
+                    encoded.append((rid, encode(state, format=fmt, path=f"pending.{rid}")))
+            deliveries = encode(self.deliveries, format=fmt, path="messages.pending.messages")
+            return EncodedPart(_pending_bytes(fmt, deliveries, encoded), fmt)
+        return {
+            "messages": self.deliveries,
+            "requests": {rid: _request_to_state(r, type_ref) for rid, r in self.requests.items()},
         }
 
     def settled_status(self) -> RunStatus:
@@ -171,6 +196,54 @@ class RunState:
         if self.deliveries:
             return RunStatus.RUNNING
         return RunStatus.AWAITING_RESPONSES if self.requests else RunStatus.IDLE
+
+
+_KEYS = {fmt: {key: encoder.encode(key) for key in ("messages", "requests")}
+         for fmt, encoder in (("json", msgspec.json.Encoder()),
+                              ("msgpack", msgspec.msgpack.Encoder()))}
+_SLICES: dict[str, Any] = {"json": msgspec.json.Decoder(dict[str, msgspec.Raw]),
+                           "msgpack": msgspec.msgpack.Decoder(dict[str, msgspec.Raw])}
+
+
+def _slice_requests(
+    record: SnapshotRecord, requests: dict[str, PendingRequest]
+) -> tuple[Format, dict[str, tuple[PendingRequest, bytes]]] | None:
+    """Each hydrated request's own bytes, cut out of the head's pending part (no decoding)."""
+    fmt = record.format
+    try:
+        pending = _SLICES[fmt].decode(record.parts["messages"]["pending"])
+        if set(pending) != {"messages", "requests"}:
+            return None  # e.g. an escaped mapping: encode it whole
+        raw = _SLICES[fmt].decode(pending["requests"])
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError):
+        return None
+    if "$type" in raw or raw.keys() != requests.keys():
+        return None
+    return fmt, {rid: (requests[rid], bytes(raw[rid])) for rid in raw}
+
+
+def _pending_bytes(fmt: Format, deliveries: bytes, requests: list[tuple[str, bytes]]) -> bytes:
+    """The bytes ``encode({"messages": ..., "requests": {...}})`` writes, from encoded pieces."""
+    keys = _KEYS[fmt]
+    if fmt == "json":
+        body = b",".join(_JSON_KEY(rid) + b":" + data for rid, data in requests)
+        return b"".join((b"{", keys["messages"], b":", deliveries, b",", keys["requests"],
+                         b":{", body, b"}}"))
+    body = b"".join(_MSGPACK_KEY(rid) + data for rid, data in requests)
+    return b"".join((b"\x82", keys["messages"], deliveries, keys["requests"],
+                     _msgpack_map_header(len(requests)), body))
+
+
+_JSON_KEY = msgspec.json.Encoder().encode
+_MSGPACK_KEY = msgspec.msgpack.Encoder().encode
+
+
+def _msgpack_map_header(size: int) -> bytes:
+    if size < 16:
+        return bytes((0x80 | size,))
+    if size < 1 << 16:
+        return b"\xde" + size.to_bytes(2, "big")
+    return b"\xdf" + size.to_bytes(4, "big")
 
 
 def _request_to_state(

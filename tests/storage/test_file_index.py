@@ -177,3 +177,29 @@ async def test_a_version_1_log_loads_and_is_rewritten_on_the_first_write(
     assert [s.snapshot_id for s in reloaded.snapshots] == [
         *(s.snapshot_id for s in memory.snapshots), later.snapshot_id]
     assert reloaded.snapshots[1].state == memory.snapshots[1].state
+
+
+async def test_the_writing_instance_loads_its_head_without_reading_it_back(
+    tmp_path: Path, make_state, bytes_read: list[int]
+) -> None:
+    storage = FileCheckpointStorage(tmp_path)
+    checkpoint = await grown(tmp_path, make_state, 3)
+    writer = await storage.load("c")
+    head = await writer.commit_snapshot(state=make_state(7, blob="z" * 50_000))
+    bytes_read[0] = 0
+    again = await storage.load("c")
+    assert again.head_snapshot == head
+    assert bytes_read[0] < 1_000, bytes_read[0]
+    assert checkpoint.head_snapshot_id != head.snapshot_id
+
+
+async def test_only_the_head_keeps_its_parts_in_the_index(tmp_path: Path, make_state) -> None:
+    storage = FileCheckpointStorage(tmp_path)
+    checkpoint = Checkpoint("c", checkpoint_storage=storage)
+    for n in range(5):
+        await checkpoint.commit_snapshot(state=make_state(n))
+    await storage.load("c")
+    index = storage._indexes.get("c")
+    assert index is not None
+    kept = [sid for sid, entry in index.commits.items() if entry.snapshot is not None]
+    assert kept == [checkpoint.head_snapshot_id]
