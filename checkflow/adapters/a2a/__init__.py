@@ -1,0 +1,51 @@
+"""A2A 1.0 adapter: a checkflow host served over JSON-RPC and HTTP+JSON (extra ``a2a``).
+
+``create_app(host, adapters=[A2AAdapter()])`` (or ``serve --adapters a2a``) serves the
+SDK's JSON-RPC endpoint at ``/a2a`` (``/a2a/`` too, no redirect), its REST binding under
+``/a2a/rest`` and the card at ``/.well-known/agent-card.json``. The SDK's request handler,
+dispatchers, ProtoJSON and error table do the protocol; our executor calls the ``Host`` and
+our task store keeps every task in the host's stores, so a restarted server or a second one
+sharing the storage serves the same tasks. The mapping (docs/adapters/a2a.md has it whole):
+
+- ``contextId`` is the host conversation id, scoped by principal: the native API serves it
+  at ``/v1/conversations/{contextId}``. A client ``contextId`` that cannot be used (over 256
+  characters, a ``/`` or a control character) is refused (-32602), never replaced; a message
+  without one starts a new context.
+- A message without ``taskId`` starts a new task: text parts become one ``str``, one data
+  part its JSON value; a start executor declaring ``A2AMessage`` gets the whole message.
+  While a task of that context awaits input, such a message is refused (-32004) naming the
+  waiting task: it is never taken as the answer.
+- A message with ``taskId`` (``contextId`` optional, and must match) continues an
+  input-required task: its data part maps request ids to values (with one request pending,
+  any single value answers it) -> ``host.run(responses=..., resume_token=...)``.
+- Outputs become artifacts (``str`` text, ``bytes`` file, ``Artifact`` as given, else data);
+  when the start takes ``A2AMessage``, a first-call run whose only output is an
+  ``A2AMessage`` is answered with that message.
+  A run that pauses ends ``INPUT_REQUIRED`` with the requests in the status message's data
+  part and ``metadata.checkflow.resume_token``; ``TaskRejected`` ends ``REJECTED``, any other
+  failure ``FAILED``.
+- ``CancelTask`` cancels through ``Host.cancel``; the conversation keeps its last good head
+  (a cancelled input-required task's requests stay pending there for the next task).
+- Busy conversations and lost races are refused at once (-32004), never queued. The SDK's
+  0.3 compatibility is off: a request without ``A2A-Version`` is 0.3 and gets -32009.
+"""
+
+from checkflow.adapters.a2a._types import A2AMessage, A2APart, Artifact, TaskRejected
+
+try:
+    from checkflow.adapters.a2a._adapter import A2AAdapter, default_adapter
+    from checkflow.adapters.a2a._store import A2ATaskStore
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
+    if not (exc.name or "").startswith(("a2a", "google", "starlette", "sse_starlette")):
+        raise
+    _missing = exc
+
+    def __getattr__(name: str) -> object:
+        if name in {"A2AAdapter", "A2ATaskStore", "default_adapter"}:
+            raise ImportError(
+                f"checkflow.adapters.a2a.{name} needs the a2a extra: "
+                f"pip install 'checkflow[a2a]'") from _missing
+        raise AttributeError(name)
+
+__all__ = ["A2AAdapter", "A2AMessage", "A2APart", "A2ATaskStore", "Artifact", "TaskRejected",
+           "default_adapter"]

@@ -1,0 +1,145 @@
+"""``A2AAdapter``: the SDK's JSON-RPC, REST and agent-card routes on a checkflow ``Host``.
+
+It composes the pieces: the durable task store on ``host.records("a2a")``, the gate that
+starts host runs, the executor that relays them, the SDK's request handler and its route
+factories. This module wires only; the rules live in ``_gate``, ``_handler`` and ``_events``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.routes import (
+    DefaultServerCallContextBuilder,
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.types import a2a_pb2
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from checkflow.adapters.a2a._card import base_card, load_card, with_interfaces
+from checkflow.adapters.a2a._executor import HostExecutor
+from checkflow.adapters.a2a._gate import RunGate
+from checkflow.adapters.a2a._handler import A2ARequestHandler
+from checkflow.adapters.a2a._store import PRINCIPAL_KEY, A2ATaskStore
+from checkflow.adapters.a2a._types import A2AMessage
+from checkflow.hosting import Host, HostDescription, request_principal
+
+__all__ = ["A2AAdapter", "default_adapter"]
+
+_BASE_URL: contextvars.ContextVar[str] = contextvars.ContextVar("checkflow_a2a_base_url")
+
+
+class _PrincipalContext(DefaultServerCallContextBuilder):
+    """The SDK's call context, carrying the principal ``create_app`` authenticated."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[PRINCIPAL_KEY] = request_principal(request)
+        return context
+
+
+def _path(value: str, what: str) -> str:
+    if not value.startswith("/") or value.endswith("/") or "//" in value:
+        raise ValueError(f"{what} must start with '/' and not end with one (got {value!r})")
+    return value
+
+
+def _outermost(paths: Sequence[str]) -> tuple[str, ...]:
+    kept: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == k or path.startswith(k + "/") for k in kept):
+            kept.append(path)
+    return tuple(kept)
+
+
+class A2AAdapter:
+    """Serve a host over A2A 1.0: JSON-RPC at ``rpc_path``, HTTP+JSON under ``rest_prefix``.
+
+    ``agent_card`` (an ``AgentCard`` or a path to its JSON) overrides the card derived from
+    the workflow. ``public_url`` is the base URL the card's interfaces name; without it each
+    card request derives it from the address the client used. Tasks live in the host's
+    stores (``host.records("a2a")``), so any process sharing them serves every task.
+    ``idle_task_timeout`` is how long a paused task's in-memory SDK state lingers before a
+    follow-up rebuilds it from the store.
+    """
+
+    def __init__(self, agent_card: a2a_pb2.AgentCard | str | Path | None = None, *,
+                 rpc_path: str = "/a2a", rest_prefix: str = "/a2a/rest",
+                 public_url: str | None = None, idle_task_timeout: float = 30.0) -> None:
+        self._card = load_card(agent_card) if agent_card is not None else None
+        self.rpc_path = _path(rpc_path, "rpc_path")
+        self.rest_prefix = _path(rest_prefix, "rest_prefix")
+        self.public_url = public_url.rstrip("/") if public_url else None
+        self.idle_task_timeout = idle_task_timeout
+        self.prefixes = _outermost([self.rpc_path, self.rest_prefix,
+                                    AGENT_CARD_WELL_KNOWN_PATH])
+
+    def card_for(self, name: str, description: str, base_url: str) -> a2a_pb2.AgentCard:
+        """The card served for a host of that name and description at ``base_url``."""
+        card = self._card if self._card is not None else base_card(name, description)
+        return with_interfaces(card, self.public_url or base_url, rpc_path=self.rpc_path,
+                               rest_prefix=self.rest_prefix)
+
+    def routes(self, host: Host) -> list[BaseRoute]:
+        """The JSON-RPC, REST and agent-card routes serving ``host``."""
+        described: list[HostDescription] = []
+
+        async def describe() -> HostDescription:
+            if not described:
+                described.append(await host.describe())
+            return described[0]
+
+        async def takes_a2a_message() -> bool:
+            return A2AMessage in (await describe()).input_types
+
+        async def card_modifier(card: a2a_pb2.AgentCard) -> a2a_pb2.AgentCard:
+            described = await describe()
+            return self.card_for(described.name, described.description,
+                                 _BASE_URL.get("http://127.0.0.1"))
+
+        # the handler reads only the capabilities; the served card is built per request
+        placeholder = self.card_for("checkflow", "", self.public_url or "http://127.0.0.1")
+        store = A2ATaskStore(host.records("a2a"))
+        executor = HostExecutor(host)
+        gate = RunGate(host, store, executor, takes_a2a_message)
+        handler = A2ARequestHandler(host, store, placeholder, gate=gate, executor=executor,
+                                    idle_task_timeout=self.idle_task_timeout)
+        context = _PrincipalContext()
+        routes: list[BaseRoute] = []
+        for path in (self.rpc_path, self.rpc_path + "/"):  # a trailing slash, no redirect
+            routes.extend(create_jsonrpc_routes(handler, path, context_builder=context))
+        routes.extend(r for r in create_rest_routes(handler, context_builder=context,
+                                                    path_prefix=self.rest_prefix)
+                      if isinstance(r, Route))  # not the SDK's catch-all /{tenant} mount
+        for route in create_agent_card_routes(placeholder, card_modifier=card_modifier):
+            assert isinstance(route, Route)
+            routes.append(Route(route.path, _with_base_url(route.endpoint, self.public_url),
+                                methods=["GET"]))
+        return routes
+
+
+def _with_base_url(endpoint: Any, public_url: str | None) -> Any:
+    async def card(request: Request) -> Response:
+        token = _BASE_URL.set(public_url or f"{request.url.scheme}://{request.url.netloc}")
+        try:
+            response: Response = await endpoint(request)
+            return response
+        finally:
+            _BASE_URL.reset(token)
+
+    return card
+
+
+def default_adapter(*, public_url: str | None = None) -> A2AAdapter:
+    """The adapter ``serve --adapters a2a`` mounts: the card derived from the workflow, its
+    interface URLs from ``public_url`` (``serve --public-url``) or else from each request."""
+    return A2AAdapter(public_url=public_url)

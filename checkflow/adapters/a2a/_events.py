@@ -1,0 +1,138 @@
+"""One hosted run as A2A task events: artifact updates for outputs, then the final status.
+
+Used by the executor (a run it drives) and by ``SubscribeToTask`` on a run driven elsewhere
+(``Host.subscribe``), so both speak the same events with the same artifact ids. The final
+status of a paused run carries the pending requests (a data part) and the resume token (task
+metadata, under ``"checkflow"``). This module builds events only: it never enqueues, stores
+or calls the host.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from a2a.types import a2a_pb2
+
+from checkflow.adapters.a2a._parts import artifact_for_output, proto_value, python_value
+from checkflow.adapters.a2a._types import TaskRejected
+from checkflow.agents import AgentResponse
+from checkflow.hosting import ResumeToken, jsonable, pending_view
+from checkflow.workflows import PendingRequest, RunStatus
+
+__all__ = ["META_KEY", "RunEvents", "pending_ids", "resume_token_of", "run_index_of"]
+
+META_KEY = "checkflow"
+"""The task metadata key holding ``resume_token``, ``pending_request_ids``, ``conversation_id``."""
+
+
+def _now() -> Any:
+    status = a2a_pb2.TaskStatus()
+    status.timestamp.FromDatetime(datetime.now(UTC))
+    return status.timestamp
+
+
+
+
+def _rejection(error: BaseException | None) -> TaskRejected | None:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, TaskRejected):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _meta(task: a2a_pb2.Task) -> dict[str, Any]:
+    meta = python_value(task.metadata).get(META_KEY) if task.HasField("metadata") else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def pending_ids(task: a2a_pb2.Task) -> list[str]:
+    """The request ids a paused task waits for (from its metadata)."""
+    return [str(i) for i in _meta(task).get("pending_request_ids") or []]
+
+
+def resume_token_of(task: a2a_pb2.Task) -> ResumeToken | None:
+    """The resume token a paused task carries, or ``None``."""
+    token = _meta(task).get("resume_token")
+    return msgspec.convert(token, ResumeToken) if token else None
+
+
+def run_index_of(task: a2a_pb2.Task) -> int:
+    """How many runs the task had before its newest user message (names its artifacts)."""
+    users = sum(1 for m in task.history if m.role == a2a_pb2.ROLE_USER)
+    return max(users - 1, 0)
+
+
+class RunEvents:
+    """The A2A events for one run of one task (``run_index``: its position in the task)."""
+
+    def __init__(self, task_id: str, context_id: str, run_index: int) -> None:
+        self.task_id = task_id
+        self.context_id = context_id
+        self._prefix = f"{task_id}-r{run_index}-"
+
+    def status(self, state: int, *,
+               message: a2a_pb2.Message | None = None,
+               metadata: Mapping[str, Any] | None = None) -> a2a_pb2.TaskStatusUpdateEvent:
+        """A status update (stamped now)."""
+        status = a2a_pb2.TaskStatus(state=state, timestamp=_now())  # type: ignore[arg-type]
+        if message is not None:
+            status.message.CopyFrom(message)
+        event = a2a_pb2.TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id,
+                                              status=status)
+        if metadata:
+            event.metadata.update(metadata)
+        return event
+
+    def agent_message(self, text: str, data: Any = None) -> a2a_pb2.Message:
+        """A status message from the agent: a text part, and a data part when given."""
+        parts = [a2a_pb2.Part(text=text)]
+        if data is not None:
+            parts.append(a2a_pb2.Part(data=proto_value(data)))
+        return a2a_pb2.Message(message_id=uuid.uuid4().hex, role=a2a_pb2.ROLE_AGENT,
+                               context_id=self.context_id, task_id=self.task_id, parts=parts)
+
+    def output(self, value: Any, sequence: int) -> a2a_pb2.TaskArtifactUpdateEvent:
+        """The artifact update for one output (its id is stable for one run and sequence)."""
+        if isinstance(value, AgentResponse):  # an agent's reply: its text
+            value = value.text
+        artifact, append, last = artifact_for_output(
+            value, default_id=f"{self._prefix}{sequence}", id_prefix=self._prefix,
+            to_json=jsonable)
+        return a2a_pb2.TaskArtifactUpdateEvent(
+            task_id=self.task_id, context_id=self.context_id, artifact=artifact,
+            append=append, last_chunk=last)
+
+    def final(self, status: RunStatus, *, pending: Mapping[str, PendingRequest],
+              resume_token: ResumeToken | None, error: BaseException | None
+              ) -> a2a_pb2.TaskStatusUpdateEvent:
+        """The status a run ends the task in: input-required, completed, rejected or failed."""
+        if pending and status is not RunStatus.FAILED:
+            views = [pending_view(r) for r in pending.values()]
+            ids = list(pending)
+            meta = {META_KEY: {
+                "conversation_id": self.context_id, "pending_request_ids": ids,
+                "resume_token": msgspec.to_builtins(resume_token) if resume_token else None}}
+            text = (f"waiting for {len(ids)} response(s): answer with a data part mapping "
+                    f"request ids to values ({', '.join(ids)})")
+            return self.status(a2a_pb2.TASK_STATE_INPUT_REQUIRED,
+                               message=self.agent_message(text, {"pending_requests": views}),
+                               metadata=meta)
+        done_meta: dict[str, Any] = {META_KEY: {"conversation_id": self.context_id,
+                                "pending_request_ids": [], "resume_token": None}}
+        if status is RunStatus.FAILED:
+            rejected = _rejection(error)
+            if rejected is not None:
+                return self.status(a2a_pb2.TASK_STATE_REJECTED, metadata=done_meta,
+                                   message=self.agent_message(rejected.reason))
+            return self.status(a2a_pb2.TASK_STATE_FAILED, metadata=done_meta,
+                               message=self.agent_message(f"the workflow failed: {error}"))
+        if status is RunStatus.CANCELLED:
+            return self.status(a2a_pb2.TASK_STATE_CANCELED, metadata=done_meta)
+        return self.status(a2a_pb2.TASK_STATE_COMPLETED, metadata=done_meta)
