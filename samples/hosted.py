@@ -1,15 +1,16 @@
-"""A hosted server: one workflow served over the native API, AG-UI and the Responses
-(Foundry) protocol at once, with run telemetry.
+"""A hosted server: one workflow served over the native API and all three protocol adapters
+(A2A, AG-UI and the Responses/Foundry protocol) at once, with run telemetry.
 
-Shows: every protocol reaches the same conversations (an AG-UI ``threadId``, a native
-conversation id and a Responses ``conversation`` are one id space), so a run started over
+Shows: every protocol reaches the same conversations (an A2A ``contextId``, an AG-UI
+``threadId``, a native conversation id and a Responses ``conversation`` are one id space,
+per principal), so a run started over
 one protocol can be inspected or answered over another; the conversations live in files and
 survive a restart. Telemetry: an interceptor logs every run, superstep and snapshot commit
 with its duration (``checkflow.workflows.Interceptor``; the OpenTelemetry package replaces it
 once it lands).
 
 Run it: ``python samples/hosted.py [PORT]`` (default 8000; it writes ``./.checkflow``), then
-e.g. the client on ``docs/adapters/agui.md``, or ``curl``::
+e.g. the clients on ``docs/adapters/*.md``, or ``curl``::
 
     curl -s localhost:8000/v1/conversations/c1/runs -H 'content-type: application/json' \\
          -d '{"message": "owls"}'
@@ -27,6 +28,7 @@ from typing import Any
 import uvicorn
 
 from checkflow import FileCheckpointStorage, FileSessionStore, WorkflowHost, create_app
+from checkflow.adapters.a2a import A2AAdapter
 from checkflow.adapters.agui import AGUIAdapter
 from checkflow.adapters.foundry import FoundryAdapter
 from checkflow.workflows import CommitInfo, Interceptor, RunInfo, SuperstepInfo
@@ -58,11 +60,12 @@ class Timings(Interceptor):
 
 
 def build_app(root: str = "./.checkflow") -> Any:
-    """The app: native API (``/v1``), AG-UI (``/agui``), Responses (``/responses``)."""
+    """The app: native API (``/v1``), A2A (``/a2a`` and its agent card), AG-UI (``/agui``),
+    Responses (``/responses``)."""
     host = WorkflowHost(workflow, session_store=FileSessionStore(f"{root}/sessions"),
                         checkpoint_storage=FileCheckpointStorage(f"{root}/checkpoints"),
                         interceptors=[Timings()])
-    return create_app(host, adapters=[AGUIAdapter(), FoundryAdapter()])
+    return create_app(host, adapters=[A2AAdapter(), AGUIAdapter(), FoundryAdapter()])
 
 
 async def main(port: int = 8000) -> None:

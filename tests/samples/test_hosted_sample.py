@@ -1,4 +1,4 @@
-"""samples/hosted.py: one conversation reached over AG-UI, the native API and Responses."""
+"""samples/hosted.py: conversations reached over A2A, AG-UI, Responses and the native API."""
 
 from __future__ import annotations
 
@@ -52,6 +52,18 @@ async def test_a_thread_started_over_agui_is_answered_over_the_native_api(
 
         response = (await client.post("/responses", json={"input": "bats"})).json()
         assert any(item["type"] == "function_call" for item in response["output"])
+
+        # an A2A context is a conversation too: a task started there is answered natively
+        reply = (await client.post("/a2a", headers={"A2A-Version": "1.0"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+                "messageId": "m2", "role": "ROLE_USER", "contextId": "article-2",
+                "parts": [{"text": "bats"}]}}})).json()
+        assert reply["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        state = (await client.get("/v1/conversations/article-2")).json()
+        (pending,) = state["pending_requests"]
+        assert pending["data"]["draft"] == "Five things to know about bats."
+        card = await client.get("/.well-known/agent-card.json")
+        assert card.status_code == 200
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("superstep 1 ['writer'] took") for m in messages)
     assert any(m.startswith("commit superstep_completed") for m in messages)
