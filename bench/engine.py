@@ -9,6 +9,10 @@ Workloads (shared with ``bench/_peers_engine.py``, which times the peers):
 
 - W1: start -> worker self-loop of 1,000 supersteps: one-shot (no checkpoint: commits go to
   the unattached in-memory checkpoint), in-memory storage, file storage.
+  W1 one-shot is also timed with a pass-through interceptor and with telemetry
+  (``checkflow.telemetry.OpenTelemetryInterceptor``): on the OpenTelemetry API's no-op
+  providers (``W1_none_otel_noop``) and on the SDK with a span exporter that drops every
+  span (``W1_none_otel_sdk``); ``W1_none`` is telemetry off. Needs the ``otel`` extra.
 - W2: 200 supersteps carrying the ~100 KB ``make_shared_state()`` in shared state, written
   once by the start step and unchanged after; file storage: µs per superstep, bytes per
   snapshot on disk.
@@ -178,6 +182,10 @@ async def measure_checkflow(sizes: Sizes) -> Figures:
     passing = [Interceptor()]  # all four hooks, each just calling through
     w1 = await repeat(sizes.repeats, lambda d: loop("none", sizes.w1_steps, None, d, passing))
     figures["W1_none_intercepted_us"] = w1["us"]
+    for key, interceptors in telemetry_interceptors().items():
+        w1 = await repeat(sizes.repeats,
+                          lambda d, i=interceptors: loop("none", sizes.w1_steps, None, d, i))
+        figures[key] = w1["us"]
     w2 = await repeat(sizes.repeats, lambda d: loop("durable", sizes.w2_steps, state, d))
     figures["W2_durable_us"] = w2["us"]
     figures["W2_bytes_per_snapshot"] = w2["bytes_per_snapshot"]
@@ -186,6 +194,42 @@ async def measure_checkflow(sizes: Sizes) -> Figures:
     figures.update(await repeat(sizes.repeats, lambda d: resume_after(sizes.w4_steps, state,
                                                                      d)))
     return figures
+
+
+TELEMETRY_KEYS = ["W1_none_otel_noop_us", "W1_none_otel_sdk_us"]
+
+
+def telemetry_interceptors() -> dict[str, list[Interceptor]]:
+    """W1 with ``OpenTelemetryInterceptor`` on the API's no-op providers, and on the SDK
+    with a span exporter that drops everything (and a metric reader nobody collects)."""
+    try:
+        from opentelemetry import metrics, trace
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            SimpleSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+
+        from checkflow.telemetry import OpenTelemetryInterceptor
+    except ImportError as exc:
+        print(f"telemetry figures skipped: {exc}", file=sys.stderr)
+        return {}
+
+    class Dropped(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    sdk = TracerProvider()
+    sdk.add_span_processor(SimpleSpanProcessor(Dropped()))
+    return {
+        "W1_none_otel_noop_us": [OpenTelemetryInterceptor(trace.NoOpTracerProvider(),
+                                                          metrics.NoOpMeterProvider())],
+        "W1_none_otel_sdk_us": [OpenTelemetryInterceptor(
+            sdk, MeterProvider(metric_readers=[InMemoryMetricReader()]))],
+    }
 
 
 def measure_peers(quick: bool) -> dict[str, Figures]:
@@ -204,7 +248,7 @@ def report(ours: Figures, peers: dict[str, Figures]) -> str:
     header = "figure".ljust(24) + "checkflow".rjust(12) + "".join(
         f"{n[:16]:>18}{'ratio':>8}" for n in names)
     lines = [header]
-    keys = [*KEYS[:1], "W1_none_intercepted_us", *KEYS[1:], "W1_durable_sync_us",
+    keys = [*KEYS[:1], "W1_none_intercepted_us", *TELEMETRY_KEYS, *KEYS[1:], "W1_durable_sync_us",
             "W2_durable_sync_us"]
     for key in keys:
         mine = ours.get(key)

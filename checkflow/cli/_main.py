@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from checkflow.checkpoints import Checkpoint
+from checkflow.cli._logging import add_log_arguments, log_settings
 from checkflow.cli._mermaid import render_mermaid
 from checkflow.cli._migrate import COMMAND as MIGRATE
 from checkflow.cli._migrate import add_migrate_parser, run_migrate
@@ -62,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="comma-separated: native, adapter names or MODULE:ATTR")
     serve.add_argument("--authenticate", metavar="MODULE:FUNC",
                        help="authenticate(request) -> principal | None")
+    serve.add_argument("--otel", action="store_true",
+                       help="trace and measure with OpenTelemetry, exporting over OTLP/HTTP "
+                            "as the OTEL_* environment variables say (extra: otel)")
+    add_log_arguments(serve)
 
     checkpoints = commands.add_parser("checkpoints", help="inspect checkpoints in a storage")
     actions = checkpoints.add_subparsers(dest="action", required=True)
@@ -201,7 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 int(os.environ.get("PORT", "8088")) if foundry else 8000)
             asyncio.run(serve(args.target, host=host, port=port, storage=args.storage,
                               adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
-                              authenticate=args.authenticate, foundry=foundry))
+                              authenticate=args.authenticate, foundry=foundry,
+                              logs=log_settings(args), otel=args.otel))
             return 0
         if args.command == MIGRATE:
             return asyncio.run(run_migrate(args))

@@ -18,8 +18,10 @@ from typing import Any
 import uvicorn
 
 from checkflow.agents import Agent
+from checkflow.cli._logging import LogSettings, configure_logging
 from checkflow.cli._storage_url import open_storage
 from checkflow.hosting import Adapter, AgentHost, Host, WorkflowHost, create_app
+from checkflow.workflows import Interceptor
 
 __all__ = ["load_object", "serve"]
 
@@ -86,8 +88,54 @@ async def serve(
     adapters: Sequence[str] = ("native",),
     authenticate: str | None = None,
     foundry: bool = False,
+    logs: LogSettings | None = None,
+    otel: bool = False,
 ) -> None:
     """Serve ``target`` until interrupted; prints the URL and a curl line to try first."""
+    logs = logs or LogSettings()
+    with _telemetry(otel, logs) as (interceptors, middleware):
+        await _serve(target, host=host, port=port, storage=storage, adapters=adapters,
+                     authenticate=authenticate, foundry=foundry, logs=logs,
+                     interceptors=interceptors, middleware=middleware)
+
+
+@contextlib.contextmanager
+def _telemetry(otel: bool, logs: LogSettings) -> Iterator[tuple[list[Interceptor], list[Any]]]:
+    """Logging as ``logs`` says and, with ``otel``, the SDK (flushed when serving ends)."""
+    if not otel:
+        configure_logging(logs)
+        yield [], []
+        return
+    from starlette.middleware import Middleware
+
+    from checkflow.telemetry import (
+        OpenTelemetryInterceptor,
+        TraceContextFilter,
+        TracingMiddleware,
+        configure_from_environment,
+    )
+
+    configure_logging(logs, filters=(TraceContextFilter(),))
+    shutdown = configure_from_environment()
+    try:
+        yield [OpenTelemetryInterceptor()], [Middleware(TracingMiddleware)]
+    finally:
+        shutdown()
+
+
+async def _serve(
+    target: str,
+    *,
+    host: str,
+    port: int,
+    storage: str,
+    adapters: Sequence[str],
+    authenticate: str | None,
+    foundry: bool,
+    logs: LogSettings,
+    interceptors: list[Interceptor],
+    middleware: list[Any],
+) -> None:
     obj = load_object(target)
     auth = load_object(authenticate) if authenticate else None
     adapter_objects = _adapters(adapters)
@@ -102,13 +150,16 @@ async def serve(
             hosted = AgentHost(obj, session_store=stores.session_store)
         else:
             hosted = WorkflowHost(obj, session_store=stores.session_store,
-                                  checkpoint_storage=stores.checkpoint_storage)
+                                  checkpoint_storage=stores.checkpoint_storage,
+                                  interceptors=interceptors)
         try:
             await hosted.describe()  # resolve the target now, not on the first request
         except TypeError as exc:
             raise ValueError(f"{target}: {exc}") from exc
-        app = create_app(hosted, adapters=adapter_objects, authenticate=auth)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        app = create_app(hosted, adapters=adapter_objects, authenticate=auth,
+                         middleware=middleware)
+        server = uvicorn.Server(uvicorn.Config(app, log_config=None, log_level=logs.level,
+                                               access_log=logs.access_log))
         with _listening(host, port) as sock:
             shown = f"[{host}]" if ":" in host else host
             url = f"http://{shown}:{sock.getsockname()[1]}"

@@ -21,6 +21,7 @@ from checkflow.hosting._inspect import (
     inspect_state,
     snapshot_detail,
 )
+from checkflow.hosting._keys import current_conversation_id
 from checkflow.hosting._lookup import ConversationHead, conversation_head
 from checkflow.hosting._protocol import Host, HostDescription, RunOptions
 from checkflow.hosting._records import RecordStore, StoredRecord
@@ -74,6 +75,7 @@ __all__ = [
     "conversation_head",
     "convert_body",
     "create_app",
+    "current_conversation_id",
     "describe_error",
     "error_body",
     "error_response",

@@ -281,6 +281,7 @@ def build_app(
     adapters: Sequence[Adapter],
     authenticate: Authenticate | None,
     max_body_bytes: int,
+    middleware: Sequence[Middleware] = (),
 ) -> Starlette:
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
     routes = _health_routes(host)
@@ -289,10 +290,10 @@ def build_app(
         routes.extend(_agent_routes(host, max_body_bytes))
     else:
         routes.extend(_workflow_routes(host, max_body_bytes))
-    middleware = [Middleware(_EncodedNativePaths)]
+    stack = [*middleware, Middleware(_EncodedNativePaths)]
     if authenticate is not None:
-        middleware.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))
-    app = Starlette(routes=routes, middleware=middleware,
+        stack.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))
+    app = Starlette(routes=routes, middleware=stack,
                     exception_handlers=NATIVE_EXCEPTION_HANDLERS)
     app.state.host = host
     app.state.max_body_bytes = max_body_bytes

@@ -14,6 +14,7 @@ from checkflow.hosting._adapter import Adapter
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.requests import Request
 
     from checkflow.hosting._protocol import Host
@@ -35,6 +36,7 @@ def create_app(
     adapters: Sequence[Adapter] = (),
     authenticate: Authenticate | None = None,
     max_body_bytes: int = 1_048_576,
+    middleware: Sequence[Middleware] = (),
 ) -> Starlette:
     """A Starlette app serving ``host``: ``/healthz``, ``/readyz``, adapters, the native API.
 
@@ -42,7 +44,9 @@ def create_app(
     request but the health probes; ``None`` answers 401, and each principal sees only its
     own conversations. Bodies over ``max_body_bytes`` are refused with 413 while streaming.
     Each adapter is mounted as a sub-app under its prefixes; overlapping prefixes raise
-    ``AdapterConflictError`` naming both.
+    ``AdapterConflictError`` naming both. ``middleware`` (Starlette ``Middleware`` entries,
+    first outermost) wraps every request, health probes and adapters included, outside the
+    principal check: e.g. ``Middleware(checkflow.telemetry.TracingMiddleware)``.
     """
     try:
         from checkflow.hosting._app import build_app
@@ -51,4 +55,4 @@ def create_app(
             raise
         raise ImportError("create_app needs starlette: pip install 'checkflow[hosting]'") from exc
     return build_app(host, adapters=adapters, authenticate=authenticate,
-                     max_body_bytes=max_body_bytes)
+                     max_body_bytes=max_body_bytes, middleware=middleware)

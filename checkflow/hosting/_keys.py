@@ -10,6 +10,7 @@ This module must never do I/O.
 from __future__ import annotations
 
 import hashlib
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
@@ -23,6 +24,8 @@ __all__ = [
     "GENERATION_KEY",
     "MAX_CONVERSATION_ID_LENGTH",
     "ConversationKey",
+    "current_conversation_id",
+    "running_conversation",
 ]
 
 CONVERSATION_KEY: Final = "conversation"
@@ -34,6 +37,17 @@ AGENT_SESSION_KEY: Final = "agent_session"
 _SESSION_PREFIX: Final = "conversation-"
 MAX_CONVERSATION_ID_LENGTH: Final = 512
 """The longest conversation id (in characters) a host accepts."""
+running_conversation: ContextVar[str | None] = ContextVar(
+    "checkflow_running_conversation", default=None)
+"""Set by ``WorkflowHost.run`` in the calling context, so the run it starts sees it."""
+
+
+def current_conversation_id() -> str | None:
+    """The conversation a host run in this context belongs to (``None`` outside one).
+
+    Interceptors (telemetry) read it: ``RunInfo`` names only the checkpoint.
+    """
+    return running_conversation.get()
 
 
 @dataclass(frozen=True, slots=True)

@@ -294,9 +294,19 @@ class LeaseManager:
         and (with the lease's remaining time as ``retry_after``) when another owner holds a
         live lease or wins the write. The caller must ``release()`` the returned lease.
         """
-        self.busy.claim(key)
+        try:
+            self.busy.claim(key)
+        except ConversationBusyError:
+            _log.warning("conversation %r is busy in this process; request refused",
+                         key.conversation_id)
+            raise
         try:
             return await self._lease(key, create)
+        except ConversationBusyError as exc:
+            self.busy.release(key)
+            _log.warning("conversation %r is busy on another host; request refused "
+                         "(retry after %ss)", key.conversation_id, exc.retry_after)
+            raise
         except BaseException:
             self.busy.release(key)
             raise
@@ -313,6 +323,9 @@ class LeaseManager:
             raise ConversationBusyError(key.conversation_id, retry_after=math.ceil(remaining))
         previous = session.state.get(LEASE_KEY)
         took_over = isinstance(previous, dict) and previous.get("owner") != self.owner
+        if took_over and isinstance(previous, dict) and not owner_is_gone(previous):
+            _log.warning("conversation session %r: lease of owner %s expired; taking over",
+                         session.session_id, previous.get("owner"))
         session.state[LEASE_KEY] = self.new_lease()
         try:
             await self.store.set(session, expected_version=session.version, create=created)

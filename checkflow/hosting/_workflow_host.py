@@ -12,6 +12,7 @@ busy conversation and never import the web framework.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Unpack, overload
@@ -36,7 +37,7 @@ from checkflow.errors import (
 from checkflow.hosting._convert import MessageConverter
 from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._hosted_stream import HostedRunStream
-from checkflow.hosting._keys import GENERATION_KEY, ConversationKey
+from checkflow.hosting._keys import GENERATION_KEY, ConversationKey, running_conversation
 from checkflow.hosting._lease import ConversationLease
 from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
@@ -56,6 +57,7 @@ __all__ = ["HostedRunStream", "WorkflowHost"]
 
 SignatureMismatchPolicy = Literal["reject", "new_checkpoint"]
 _CHECKPOINT = CHECKPOINT_KEY
+_log = logging.getLogger("checkflow.hosting")
 
 
 @dataclass(slots=True)
@@ -188,7 +190,12 @@ class WorkflowHost(HostBase):
         if message is not None:
             message = await self.convert_message(message)
         key = ConversationKey(principal, conversation_id)
-        lease = await self._leases.acquire(key)
+        token = running_conversation.set(conversation_id)  # for this run's interceptors
+        try:
+            lease = await self._leases.acquire(key)
+        except BaseException:
+            running_conversation.reset(token)
+            raise
         try:
             prepared = await self._prepare(workflow, key, lease, from_snapshot, resume_token)
             if prepared.checkpoint.head_snapshot_id is None and message is None:
@@ -201,12 +208,16 @@ class WorkflowHost(HostBase):
                 responses=None if responses is None else dict(responses),
                 interceptors=self.interceptors)
         except BaseException:
+            running_conversation.reset(token)
             await shielded(lease.release(discard=True))  # refused: nothing was committed
             raise
         hosted = HostedRunStream(self, key, prepared, inner)
         if stream:
-            return hosted
-        return await shielded(hosted.get_result())
+            return hosted  # the caller's context keeps the conversation while it streams
+        try:
+            return await shielded(hosted.get_result())
+        finally:
+            running_conversation.reset(token)
 
     def _check_limits(self, checkpoint: Checkpoint, conversation_id: str, new_input: bool
                       ) -> None:
@@ -247,6 +258,11 @@ class WorkflowHost(HostBase):
         if checkpoint is None:
             generation += 1 if _CHECKPOINT in state else 0
         elif checkpoint.graph_signature_hash != workflow.graph_signature_hash:
+            _log.warning(
+                "conversation %r: checkpoint %s belongs to another graph (signature %s, the "
+                "workflow's is %s); %s", key.conversation_id, checkpoint.checkpoint_id,
+                checkpoint.graph_signature_hash, workflow.graph_signature_hash,
+                "refused" if self.on_signature_mismatch == "reject" else "starting afresh")
             if self.on_signature_mismatch == "reject":
                 raise GraphSignatureMismatchError(
                     expected=workflow.graph_signature_hash,
@@ -319,6 +335,8 @@ class WorkflowHost(HostBase):
             store_session_checkpoint(state, checkpoint, good_head)
 
         await prepared.lease.release(update)
+        if error is not None:
+            _log_failure(prepared, error)
         token = None if good_head is None else ResumeToken(checkpoint.checkpoint_id, good_head)
         if result is None:
             return HostedRunResult(key.conversation_id, RunStatus.FAILED, resume_token=token,
@@ -418,3 +436,16 @@ class WorkflowHost(HostBase):
     async def _probe_more(self) -> None:
         with contextlib.suppress(CheckpointNotFoundError):
             await self.checkpoint_storage.load("checkflow-readiness-probe")
+
+
+def _log_failure(prepared: Prepared, error: BaseException) -> None:
+    """The one ERROR record of a failed run, with its ids (also as ``extra`` fields)."""
+    checkpoint = prepared.checkpoint
+    ids = {"workflow_name": checkpoint.workflow_name,
+           "conversation_id": prepared.key.conversation_id,
+           "checkpoint_id": checkpoint.checkpoint_id,
+           "snapshot_id": checkpoint.head_snapshot_id,
+           "good_snapshot_id": prepared.good_head}
+    _log.error("workflow %r failed in conversation %r (checkpoint %s, snapshot %s): %s: %s",
+               ids["workflow_name"], ids["conversation_id"], ids["checkpoint_id"],
+               ids["snapshot_id"], type(error).__name__, error, exc_info=error, extra=ids)

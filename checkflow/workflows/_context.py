@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from checkflow.workflows._events import WorkflowEvent
+    from checkflow.workflows._interceptors import Interceptor
 
-__all__ = ["WorkflowContext"]
+__all__ = ["WorkflowContext", "run_interceptors"]
 
 OutT = TypeVar("OutT")
 WorkflowOutT = TypeVar("WorkflowOutT")
@@ -41,6 +42,14 @@ class ContextHost(Protocol):
     def stage_shared(self, key: str, value: Any) -> None: ...
 
     def answering(self, executor_id: str) -> str | None: ...
+
+    @property
+    def interceptors(self) -> tuple[Interceptor, ...]: ...
+
+
+def run_interceptors(ctx: WorkflowContext[Any, Any]) -> tuple[Interceptor, ...]:
+    """The interceptors of the run ``ctx`` belongs to (a nested workflow's run inherits them)."""
+    return ctx._host.interceptors
 
 
 class WorkflowContext(Generic[OutT, WorkflowOutT]):

@@ -3,7 +3,8 @@
 Each delivery runs the child on a throwaway in-memory checkpoint hydrated from
 ``ctx.executor_state["workflow"]`` (the child's complete four buckets) and stores the child's
 final state back there, so the child lives inside the parent's snapshots and nowhere else.
-Child outputs are sent on as messages; child requests surface as parent requests under
+The child's run is wrapped by the parent run's interceptors (so its spans nest in the
+parent's). Child outputs are sent on as messages; child requests surface as parent requests under
 ``<executor id>/<child request id>`` and their answers are routed back. This module must never
 keep a child checkpoint, a run or a request on the executor, and never persist anything itself.
 """
@@ -14,7 +15,7 @@ import typing
 from typing import TYPE_CHECKING, Any
 
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
-from checkflow.workflows._context import WorkflowContext
+from checkflow.workflows._context import WorkflowContext, run_interceptors
 from checkflow.workflows._dynamic import HandlerFunctions, handler_function, union_of
 from checkflow.workflows._executor import Executor
 from checkflow.workflows._results import RequestCancelled
@@ -100,7 +101,8 @@ class WorkflowExecutor(Executor):
     ) -> None:
         state = ctx.executor_state
         checkpoint = self._child_checkpoint(state.get(_CHILD))
-        result = await self._workflow.run(message, checkpoint=checkpoint, responses=responses)
+        result = await self._workflow.run(message, checkpoint=checkpoint, responses=responses,
+                                          interceptors=run_interceptors(ctx))
         head = checkpoint.head_snapshot
         assert head is not None  # the child accepted input, so it committed
         state[_CHILD] = head.state

@@ -346,6 +346,10 @@ class Runner:
     # -- the context host ------------------------------------------------------------------
 
     @property
+    def interceptors(self) -> tuple[Interceptor, ...]:
+        return self._interceptors
+
+    @property
     def shared_state(self) -> dict[str, Any]:
         self._run.reach(*SHARED)  # what a handler reads it may change, now or later
         return self._run.shared
