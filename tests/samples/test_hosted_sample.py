@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "hosting"))
@@ -17,13 +20,14 @@ sys.path.insert(0, str(ROOT / "tests" / "hosting"))
 from served import served  # noqa: E402  (the hosting tests' uvicorn helper)
 
 
-def build_app(root: Path) -> Any:
+def build_app(root: Path, tracer_provider: TracerProvider) -> Any:
     sys.path.insert(0, str(ROOT))
     try:
         from samples.hosted import build_app
     finally:
         sys.path.remove(str(ROOT))
-    return build_app(str(root))
+    return build_app(str(root), tracer_provider=tracer_provider,
+                     meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))
 
 
 async def agui_run(client: httpx.AsyncClient, thread: str, **fields: Any) -> list[dict]:
@@ -36,9 +40,11 @@ async def agui_run(client: httpx.AsyncClient, thread: str, **fields: Any) -> lis
 
 
 async def test_a_thread_started_over_agui_is_answered_over_the_native_api(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="checkflow.samples.hosted")
-    async with served(build_app(tmp_path)) as (url, _), \
+        tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with served(build_app(tmp_path, provider)) as (url, _), \
             httpx.AsyncClient(base_url=url, timeout=30) as client:
         events = await agui_run(client, "article-1",
                                 messages=[{"id": "m1", "role": "user", "content": "owls"}])
@@ -64,6 +70,12 @@ async def test_a_thread_started_over_agui_is_answered_over_the_native_api(
         assert pending["data"]["draft"] == "Five things to know about bats."
         card = await client.get("/.well-known/agent-card.json")
         assert card.status_code == 200
-    messages = [r.getMessage() for r in caplog.records]
-    assert any(m.startswith("superstep 1 ['writer'] took") for m in messages)
-    assert any(m.startswith("commit superstep_completed") for m in messages)
+    spans = exporter.get_finished_spans()
+    by_id = {s.context.span_id: s for s in spans}
+    runs = [s for s in spans if s.name == "workflow.run"]
+    parents = {by_id[s.parent.span_id].name for s in runs if s.parent is not None}
+    # each protocol's request span parents the run it started
+    assert parents == {"POST /a2a", "POST /agui", "POST /responses",
+                       "POST /v1/conversations/{conversation_id}/runs"}
+    assert {s.name for s in spans} >= {"workflow.superstep", "executor.process",
+                                       "checkpoint.commit"}
