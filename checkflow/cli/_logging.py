@@ -86,7 +86,12 @@ def configure_logging(settings: LogSettings, *, filters: tuple[logging.Filter, .
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(settings.level.upper())
+    level = logging.getLevelName(settings.level.upper())
+    # the chosen level for our own loggers and the server's; libraries (the Cosmos SDK logs
+    # every HTTP request at INFO) speak from WARNING up unless asked for DEBUG
+    root.setLevel(level if level == logging.DEBUG else max(level, logging.WARNING))
+    for name in ("checkflow", "uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).setLevel(level)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True

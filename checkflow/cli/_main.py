@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
                             "routes and /readiness, x-agent-user-id as the principal when "
                             "there is no --authenticate, x-agent-session-id as the "
                             "conversation of a new response")
+    serve.add_argument("--public-url", metavar="URL",
+                       help="the base URL clients reach this server at (the A2A agent card's "
+                            "interface URLs; default: taken from each request's Host)")
     serve.add_argument("--storage", default=DEFAULT_STORAGE, help=storage_help)
     serve.add_argument("--adapters", default="native",
                        help="comma-separated: native, adapter names or MODULE:ATTR")
@@ -207,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(serve(args.target, host=host, port=port, storage=args.storage,
                               adapters=[a.strip() for a in args.adapters.split(",") if a.strip()],
                               authenticate=args.authenticate, foundry=foundry,
-                              logs=log_settings(args), otel=args.otel))
+                              public_url=args.public_url, logs=log_settings(args),
+                              otel=args.otel))
             return 0
         if args.command == MIGRATE:
             return asyncio.run(run_migrate(args))

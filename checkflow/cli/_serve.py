@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import os
 import socket
 import sys
@@ -42,9 +43,11 @@ def load_object(spec: str) -> Any:
     return obj
 
 
-def _adapters(names: Sequence[str]) -> list[Adapter]:
+def _adapters(names: Sequence[str], *, public_url: str | None = None) -> list[Adapter]:
     """Adapters by name: ``native`` (always mounted), ``checkflow.adapters.<name>``'s
-    ``default_adapter()``, or a ``MODULE:ATTR`` naming an adapter or a factory of one."""
+    ``default_adapter()``, or a ``MODULE:ATTR`` naming an adapter or a factory of one.
+
+    A factory that takes ``public_url`` (the A2A card's interface URLs) is given it."""
     found: list[Adapter] = []
     for name in names:
         if name == "native":
@@ -62,7 +65,12 @@ def _adapters(names: Sequence[str]) -> list[Adapter]:
             obj = module.default_adapter
         # a class has a ``routes`` attribute too: only an instance is an adapter as it is
         is_adapter = isinstance(obj, Adapter) and not isinstance(obj, type)
-        found.append(obj if is_adapter else obj())
+        if is_adapter:
+            found.append(obj)
+        elif public_url is not None and "public_url" in inspect.signature(obj).parameters:
+            found.append(obj(public_url=public_url))
+        else:
+            found.append(obj())
     return found
 
 
@@ -88,6 +96,7 @@ async def serve(
     adapters: Sequence[str] = ("native",),
     authenticate: str | None = None,
     foundry: bool = False,
+    public_url: str | None = None,
     logs: LogSettings | None = None,
     otel: bool = False,
 ) -> None:
@@ -95,8 +104,8 @@ async def serve(
     logs = logs or LogSettings()
     with _telemetry(otel, logs) as (interceptors, middleware):
         await _serve(target, host=host, port=port, storage=storage, adapters=adapters,
-                     authenticate=authenticate, foundry=foundry, logs=logs,
-                     interceptors=interceptors, middleware=middleware)
+                     authenticate=authenticate, foundry=foundry, public_url=public_url,
+                     logs=logs, interceptors=interceptors, middleware=middleware)
 
 
 @contextlib.contextmanager
@@ -132,13 +141,14 @@ async def _serve(
     adapters: Sequence[str],
     authenticate: str | None,
     foundry: bool,
+    public_url: str | None,
     logs: LogSettings,
     interceptors: list[Interceptor],
     middleware: list[Any],
 ) -> None:
     obj = load_object(target)
     auth = load_object(authenticate) if authenticate else None
-    adapter_objects = _adapters(adapters)
+    adapter_objects = _adapters(adapters, public_url=public_url)
     if foundry:  # the container contract: the Foundry adapter in container mode, once
         from checkflow.adapters.foundry import FoundryAdapter
 

@@ -80,3 +80,12 @@ async def test_connections_accepted_by_the_served_app_have_tcp_nodelay() -> None
         (connection,) = server.server_state.connections
         accepted = connection.transport.get_extra_info("socket")
         assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_public_url_reaches_an_adapter_factory_that_takes_it() -> None:
+    from checkflow.adapters.a2a import A2AAdapter
+    from checkflow.cli._serve import _adapters
+
+    (adapter,) = _adapters(["a2a"], public_url="https://agents.example.com")
+    assert isinstance(adapter, A2AAdapter)
+    assert "https://agents.example.com" in repr(vars(adapter))

@@ -72,6 +72,8 @@ class A2AAdapter:
     follow-up rebuilds it from the store.
     """
 
+    name = "a2a"
+
     def __init__(self, agent_card: a2a_pb2.AgentCard | str | Path | None = None, *,
                  rpc_path: str = "/a2a", rest_prefix: str = "/a2a/rest",
                  public_url: str | None = None, idle_task_timeout: float = 30.0) -> None:
