@@ -95,9 +95,6 @@ def configure_logging(settings: LogSettings, *, filters: tuple[logging.Filter, .
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
-    if logging.getLogger().level > logging.DEBUG:
-        # the Azure SDK logs every HTTP request and response at INFO: only with --log-level debug
-        logging.getLogger("azure").setLevel(logging.WARNING)
     return handler
 
 
