@@ -33,6 +33,8 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   └── CorruptSessionError             a stored session that cannot be decoded
     ├── AgentError                          agents
     │   └── AgentServiceError               the model service answered with an error status
+    ├── MigrationError                      the offline v1 migration (checkflow.migrate)
+    │   └── V1TypeRefusedError              a pickled v1 value of a type nobody admitted
     └── HostingError                        the hosting layer
         ├── ConversationBusyError           the conversation is running elsewhere (HTTP 409)
         ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
@@ -74,6 +76,7 @@ __all__ = [
     "InvalidConversationIdError",
     "InvalidMessageError",
     "InvalidResponseError",
+    "MigrationError",
     "NoCheckpointsError",
     "SessionConflictError",
     "SessionError",
@@ -89,6 +92,7 @@ __all__ = [
     "StorageUnavailableError",
     "UnregisteredStateTypeError",
     "UnsupportedFormatVersionError",
+    "V1TypeRefusedError",
     "WorkflowConvergenceError",
     "WorkflowError",
     "WorkflowRunError",
@@ -463,6 +467,28 @@ class AgentServiceError(AgentError):
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+# -- the v1 migration ----------------------------------------------------------------------
+
+
+class MigrationError(CheckflowError):
+    """The offline v1 migration could not read or convert a v1 checkpoint."""
+
+
+class V1TypeRefusedError(MigrationError, TypeError):
+    """A v1 file holds a pickled value of a type that is neither a builtin value type nor
+    admitted with ``--allow-type``; nothing of it was unpickled.
+
+    ``type_name`` is the refused ``module:qualname``; ``file`` the v1 file that holds it.
+    """
+
+    def __init__(self, type_name: str, file: str) -> None:
+        super().__init__(
+            f"{file}: refusing to unpickle {type_name!r}: only builtin value types and the "
+            f"types named with --allow-type are admitted (--allow-type {type_name})")
+        self.type_name = type_name
+        self.file = file
 
 
 # -- hosting -------------------------------------------------------------------------------

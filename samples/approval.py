@@ -41,15 +41,15 @@ class Reviewer(Executor):
 
     @handler
     async def review(self, draft: Draft, ctx: WorkflowContext) -> None:
+        # the request carries its own draft: two drafts queued in one conversation each
+        # publish their own text, whatever order they are answered in
         await ctx.request_info(
             {"question": "Publish this draft?", "draft": draft.text}, response_type=bool
         )
-        ctx.executor_state["draft"] = draft.text
 
     @response_handler
     async def decide(self, request: dict, approved: bool, ctx: WorkflowContext) -> None:
-        draft = ctx.executor_state.pop("draft", "")
-        await ctx.yield_output(f"published: {draft}" if approved else "dropped")
+        await ctx.yield_output(f"published: {request['draft']}" if approved else "dropped")
 
 
 writer, reviewer = Writer(id="writer"), Reviewer(id="reviewer")

@@ -28,9 +28,10 @@ ALLOWED: dict[str, set[str]] = {
     "agents": {"workflows", "checkpoints", "sessions", "state", "errors"},
     "hosting": {"agents", "workflows", "storage", "checkpoints", "sessions", "state", *_BASE},
     "adapters": {"hosting", "agents", "workflows", "checkpoints", "sessions", "state", "errors"},
+    "migrate": {"storage", "checkpoints", "state", *_BASE},
     "telemetry": {"hosting", "agents", "workflows", "checkpoints", "state", "errors"},
-    "cli": {"adapters", "telemetry", "hosting", "agents", "workflows", "storage", "checkpoints",
-            "sessions", "state", *_BASE},
+    "cli": {"adapters", "telemetry", "migrate", "hosting", "agents", "workflows", "storage",
+            "checkpoints", "sessions", "state", *_BASE},
     "__main__": {"cli"},
 }
 """For each part of the package (subpackage or top-level module), what it may import."""

@@ -22,6 +22,7 @@ from checkflow.agents._messages import (
     TextContent,
     UserInputRequestContent,
 )
+from checkflow.agents._orchestration import BranchRetry, ConcurrentBuilder, SequentialBuilder
 from checkflow.agents._protocol import Agent
 from checkflow.agents._scripted import ScriptedAgent
 from checkflow.agents._session_checkpoint import (
@@ -46,13 +47,16 @@ __all__ = [
     "AgentResponseUpdate",
     "AgentRunUpdateEvent",
     "BaseAgent",
+    "BranchRetry",
     "ChatMessage",
+    "ConcurrentBuilder",
     "Content",
     "FunctionCallContent",
     "FunctionResultContent",
     "OpenAIChatAgent",
     "Role",
     "ScriptedAgent",
+    "SequentialBuilder",
     "SessionCheckpoint",
     "TextContent",
     "UserInputRequestContent",

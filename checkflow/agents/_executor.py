@@ -115,9 +115,7 @@ class AgentExecutor(Executor):
         del state[_AWAITING], state[_ANSWERS]
         await self._turn([ChatMessage("tool", results)], ctx)
 
-    async def _turn(
-        self, messages: list[ChatMessage], ctx: WorkflowContext[AgentResponse, AgentResponse]
-    ) -> None:
+    async def _turn(self, messages: list[ChatMessage], ctx: WorkflowContext[Any, Any]) -> None:
         state = ctx.executor_state
         session = state.get(_SESSION)
         if not isinstance(session, AgentSession):
@@ -137,9 +135,13 @@ class AgentExecutor(Executor):
             for request in requests:
                 await ctx.request_info(request, response_type=Any, request_id=request.request_id)
             return
-        await ctx.send_message(response)
+        await self._deliver(response, ctx)
         if self._output_response:
             await ctx.yield_output(response)
+
+    async def _deliver(self, response: AgentResponse, ctx: WorkflowContext[Any, Any]) -> None:
+        """Send the finished reply on (the orchestrations send the grown conversation)."""
+        await ctx.send_message(response)
 
 
 def _to_messages(message: AgentExecutorInput) -> list[ChatMessage]:

@@ -25,6 +25,9 @@ from checkflow.cli._output import print_fields
 from checkflow.cli._output import print_json as _print_json
 from checkflow.cli._serve_options import ENVIRONMENT, add_serve_options, serve_options
 from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, Storages, open_storage
+from checkflow.cli._mermaid import render_mermaid
+from checkflow.cli._migrate import COMMAND as MIGRATE
+from checkflow.cli._migrate import add_migrate_parser, run_migrate
 from checkflow.cli._tree import render_tree, subtree
 from checkflow.cli._verify import describe, verify
 from checkflow.errors import CheckflowError
@@ -120,7 +123,10 @@ def _parser() -> argparse.ArgumentParser:
                                 help="draw only the subtree from this snapshot")
             action.add_argument("--limit", type=int, metavar="N",
                                 help="draw at most N snapshots")
+            action.add_argument("--mermaid", action="store_true",
+                                help="print the graph as a Mermaid flowchart")
     add_conversation_commands(commands, add_storage)
+    add_migrate_parser(commands)
     return parser
 
 
@@ -210,7 +216,10 @@ async def _checkpoints(args: argparse.Namespace) -> int:
             return 0 if all(r["ok"] for r in reports) else 1
         elif args.action == "tree":
             checkpoint = await _hosted_view(stores, args.checkpoint_id)
-            _tree(checkpoint, args.json, args.since, args.limit)
+            if args.mermaid:
+                print(render_mermaid(checkpoint))
+            else:
+                _tree(checkpoint, args.json, args.since, args.limit)
         else:
             _ON_CHECKPOINT[args.action](await _hosted_view(stores, args.checkpoint_id),
                                         args.json)
@@ -241,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   ) from exc
             asyncio.run(serve(args.target, options))
             return 0
+        if args.command == MIGRATE:
+            return asyncio.run(run_migrate(args))
         return asyncio.run(_checkpoints(args))
     except (CheckflowError, ValueError, ImportError) as exc:
         print(f"checkflow: error: {exc}", file=sys.stderr)

@@ -19,6 +19,7 @@ from checkflow.state import is_registered, register_state_type, registered_type,
 from checkflow.workflows._edges import EdgeGroup
 from checkflow.workflows._executor import Executor, ExecutorSpec
 from checkflow.workflows._interceptors import Interceptor
+from checkflow.workflows._mermaid import to_mermaid
 from checkflow.workflows._plan import ExecutionPlan
 from checkflow.workflows._results import WorkflowRunResult
 from checkflow.workflows._runner import Runner
@@ -130,6 +131,11 @@ class Workflow:
         construction instead of on the first run.
         """
         return self.plan.start.find_handler(message) is not None
+
+    def to_mermaid(self) -> str:
+        """This graph as a Mermaid flowchart: executors, edges labelled with their kinds
+        (fan-out and fan-in included) and nested workflows as subgraphs."""
+        return to_mermaid(self)
 
     def create_checkpoint(
         self,
