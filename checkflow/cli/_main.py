@@ -19,15 +19,15 @@ from typing import Any
 
 from checkflow.checkpoints import Checkpoint
 from checkflow.cli._conversations import add_conversation_commands, prune_orphans, run_conversations
+from checkflow.cli._mermaid import render_mermaid
+from checkflow.cli._migrate import COMMAND as MIGRATE
+from checkflow.cli._migrate import add_migrate_parser, run_migrate
 from checkflow.cli._output import describe_request as _describe_request
 from checkflow.cli._output import pending as _pending
 from checkflow.cli._output import print_fields
 from checkflow.cli._output import print_json as _print_json
 from checkflow.cli._serve_options import ENVIRONMENT, add_serve_options, serve_options
 from checkflow.cli._storage_url import COSMOS_SETTINGS, DEFAULT_STORAGE, Storages, open_storage
-from checkflow.cli._mermaid import render_mermaid
-from checkflow.cli._migrate import COMMAND as MIGRATE
-from checkflow.cli._migrate import add_migrate_parser, run_migrate
 from checkflow.cli._tree import render_tree, subtree
 from checkflow.cli._verify import describe, verify
 from checkflow.errors import CheckflowError

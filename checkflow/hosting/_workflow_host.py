@@ -356,13 +356,12 @@ class WorkflowHost(HostBase):
         """End the lease after a run that did not finish (cancelled, conflict, storage error).
 
         The conversation keeps its good head; an unfinished first run moves the generation
-        on, so the next attempt never collides with whatever that run left in the storage,
-        and what it left is deleted (no orphan checkpoint stays behind).
+        on, so the next attempt never collides with whatever that run left in the storage.
+        What it committed stays readable (its snapshots were announced to a client that may
+        have gone away): an unfinished first turn's checkpoint is an orphan, listed by
+        ``conversations ls --orphans`` and removed by ``checkpoints prune --orphans``.
         """
         bump = 1 if prepared.good_head is None else 0
-        if bump and prepared.checkpoint.persisted_head_snapshot_id is not None:
-            with contextlib.suppress(CheckflowError):
-                await self.checkpoint_storage.delete(prepared.checkpoint.checkpoint_id)
 
         def update(state: dict[str, Any]) -> None:
             state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)),

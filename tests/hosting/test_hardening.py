@@ -116,17 +116,24 @@ async def test_a_run_is_refused_once_the_checkpoint_holds_the_snapshot_limit(
     assert (await host.run("c", message="four")).outputs == ["FOUR"]
 
 
-async def test_a_cancelled_first_turn_leaves_no_orphan_checkpoint(
+async def test_a_cancelled_first_turn_keeps_its_snapshots_as_a_listed_orphan(
     tmp_path: Path, gate: Gate
 ) -> None:
-    storage = FileCheckpointStorage(tmp_path / "c")
-    host = WorkflowHost(build(gate), checkpoint_storage=storage)
+    from checkflow.hosting import find_orphan_checkpoints
+
+    storage, sessions = FileCheckpointStorage(tmp_path / "c"), FileSessionStore(tmp_path / "s")
+    host = WorkflowHost(build(gate), session_store=sessions, checkpoint_storage=storage)
     held = asyncio.ensure_future(host.run("c", message="hold"))
     await asyncio.wait_for(gate.entered.wait(), 10)
-    assert await storage.list_checkpoint_ids() != []  # its entry snapshot is committed
+    (begun,) = await storage.list_checkpoint_ids()  # its entry snapshot is committed
     await host.cancel("c")
     assert (await held).status is RunStatus.CANCELLED
-    assert await storage.list_checkpoint_ids() == []
+    kept = await storage.load(begun)  # what was announced is still readable
+    assert len(kept.snapshots) == 1
+    assert await find_orphan_checkpoints(sessions, storage) == [begun]
+    gate.release.set()
+    again = await host.run("c", message="two")  # the conversation starts a new checkpoint
+    assert again.resume_token is not None and again.resume_token.checkpoint_id != begun
 
 
 class FaultySessions(InMemorySessionStore):
