@@ -18,7 +18,11 @@ import pytest
 from hosting_flows import Gate
 
 from checkflow.cli import main
-from checkflow.errors import CheckflowError, ConversationBusyError, ConversationNotFoundError
+from checkflow.errors import (
+    CheckpointLostError,
+    ConversationBusyError,
+    ConversationNotFoundError,
+)
 from checkflow.hosting import (
     WorkflowHost,
     find_orphan_checkpoints,
@@ -176,8 +180,10 @@ async def test_recover_repoints_a_conversation_at_the_head_storage_still_has(
     kept, lost = await lose_the_last_turn(file_host, tmp_path)
     fresh = WorkflowHost(workflow, session_store=FileSessionStore(tmp_path / "sessions"),
                          checkpoint_storage=FileCheckpointStorage(tmp_path / "checkpoints"))
-    with pytest.raises(CheckflowError):  # the acknowledged head is gone: no silent answer
+    with pytest.raises(CheckpointLostError) as lost_error:  # never a silent fresh start
         await fresh.get_conversation("c1")
+    assert lost_error.value.expected_head_snapshot_id == lost
+    assert lost_error.value.actual_head_snapshot_id == kept
     shown = await cli_json(capsys, "conversations", "show", "c1", "--storage", url(tmp_path))
     assert shown["head_snapshot_id"] == lost and shown["status"] == "lost"
     assert lost in shown["problem"]
