@@ -107,8 +107,24 @@ async def test_a_written_value_changed_later_through_the_writers_reference_is_no
         .add_edge(writer, appender)
         .build()
     )
-    result = await workflow.run("first")
+    result = await workflow.run("first", checkpoint=workflow.create_checkpoint())
 
     assert result.get_outputs() == [["first"]]  # the live run agrees with every snapshot
     for snapshot in result.checkpoint.snapshots[1:]:
         assert snapshot.state["workflow_state"]["shared_state"]["log"] == ["first"]
+
+
+async def test_a_one_shot_run_keeps_its_state_live_and_encodes_it_once_at_the_end():
+    writer, appender = Writer(id="writer"), Appender(id="appender")
+    workflow = (
+        WorkflowBuilder(start_executor=writer)
+        .add_edge(writer, writer)
+        .add_edge(writer, appender)
+        .build()
+    )
+    result = await workflow.run("first")
+
+    # no intermediate copies: the writer's reference is the state (documented in run())
+    assert result.get_outputs() == [["first", "appended"]]
+    (snapshot,) = result.checkpoint.snapshots
+    assert snapshot.state["workflow_state"]["shared_state"]["log"] == ["first", "appended"]
