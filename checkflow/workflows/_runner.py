@@ -214,7 +214,7 @@ class Runner:
         await self._route_outboxes()
         if self._staged:
             run.record(*SHARED)
-            run.shared.update(self._staged)
+            run.update_shared(self._staged)
             self._staged = {}
         run.superstep = number
         run.status = run.settled_status()
@@ -369,7 +369,7 @@ class Runner:
     @property
     def shared_state(self) -> dict[str, Any]:
         self._run.reach(*SHARED)  # what a handler reads it may change, now or later
-        return self._run.shared
+        return self._run.live_shared()
 
     async def emit(self, event: WorkflowEvent) -> None:
         self._sequence += 1
