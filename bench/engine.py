@@ -54,9 +54,9 @@ from _peers_engine import (
     Sizes,
     make_shared_state,
     measure_peer_workloads,
-    touched,
     peer_versions,
     run_peer_workloads_in,
+    touched,
 )
 
 from checkflow.checkpoints import CheckpointStorage

@@ -120,7 +120,7 @@ def check_msgpack_tree(tree: Any, limit: int) -> str | None:
         is_map = type(container) is dict
         for key, value in slots:
             t = type(value)
-            if is_map and type(key) is not str or t not in clean:
+            if (is_map and type(key) is not str) or t not in clean:
                 problem = _msgpack_problem(container, key, value)
                 if problem is not None:
                     keys = [entry[2] for entry in stack[1:]] + [key]

@@ -5,8 +5,9 @@ as their base; plain scalars inside containers are copied without a call. Paths 
 when something fails (see ``_paths``). Every handler takes ``room``, the container levels the
 tagged tree may still open at that point (a tag mapping and its list payload count one each),
 so the nesting limit is enforced exactly during the one walk, and a cycle is refused, never
-a ``RecursionError`` and never a second pass over the tree. This module must never call user code except through a
-registered type's ``to_raw`` and must never fall back to ``repr``, pickle or ``__dict__``.
+a ``RecursionError`` and never a second pass over the tree. This module must never call
+user code except through a registered type's ``to_raw`` and must never fall back to ``repr``,
+pickle or ``__dict__``.
 """
 
 from __future__ import annotations
