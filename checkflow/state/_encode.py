@@ -93,7 +93,11 @@ def _encode_dict(d: dict[Any, Any], room: int) -> dict[str, Any]:
                     f"dict key {key!r} of type {qualified_name(type(key))} is not a str"
                 )
             t = type(value)
-            if t in _PLAIN or (t is int and _INT_MIN <= value <= _INT_MAX):
+            if (
+                t in _PLAIN
+                or (t is int and _INT_MIN <= value <= _INT_MAX)
+                or (t is float and value - value == 0.0)  # finite
+            ):
                 out[key] = value
             elif t is _DATETIME and inline_tags and (value.tzinfo is None or value.tzinfo is _UTC):
                 out[key] = {TYPE_KEY: _ID_DATETIME, VALUE_KEY: _rfc3339(value)}
@@ -131,7 +135,11 @@ def _encode_items(container: Any, items: Iterable[Any], room: int) -> list[Any]:
     try:
         for item in items:
             t = type(item)
-            if t in _PLAIN or (t is int and _INT_MIN <= item <= _INT_MAX):
+            if (
+                t in _PLAIN
+                or (t is int and _INT_MIN <= item <= _INT_MAX)
+                or (t is float and item - item == 0.0)  # finite
+            ):
                 append(item)
             else:
                 append(_HANDLERS[t](item, inner))
