@@ -12,6 +12,9 @@ start step followed by a worker that sends `n - 1` to itself until 0):
   durable checkpoints (agent-framework `FileCheckpointStorage`; LangGraph `AsyncSqliteSaver`).
 - W2: 200 supersteps carrying `make_shared_state()` (~100 KB, written once by the start step
   and unchanged after), durable: µs per superstep and stored bytes per snapshot.
+- W2 "touch": the same 200 supersteps, but the worker rewrites the ~100 KB payload every
+  superstep (`touched()`: a new list with one item changed), with no checkpointing, in-memory
+  and durable checkpoints: µs per superstep.
 - W3: 100 concurrent 10-step runs with in-memory checkpoints, ms in total.
 - W4: a durable run with the W2 state stops after 100 supersteps with work pending; ms to load
   the latest checkpoint from file and resume to the completion of one more superstep.
@@ -48,6 +51,9 @@ KEYS: tuple[str, ...] = (
     "W1_durable_us",
     "W2_durable_us",
     "W2_bytes_per_snapshot",
+    "W2_touch_none_us",
+    "W2_touch_memory_us",
+    "W2_touch_durable_us",
     "W3_ms",
     "W4_ms",
 )
@@ -95,6 +101,12 @@ def make_shared_state(items: int = 1000) -> list[dict[str, Any]]:
     ]
 
 
+def touched(state: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """W2 "touch": the payload one superstep later, a new list with item ``n`` changed."""
+    i = n % len(state)
+    return [*state[:i], {**state[i], "score": float(n)}, *state[i + 1:]]
+
+
 @dataclass(frozen=True)
 class LoopRun:
     """What one timed loop produced: elapsed seconds, snapshots stored and their bytes."""
@@ -110,8 +122,9 @@ class Peer(Protocol):
     name: str
 
     async def loop(self, mode: Mode, steps: int, state: list[dict[str, Any]] | None,
-                   workdir: Path) -> LoopRun:
-        """Run `steps` supersteps (carrying `state` if given); time only the run itself."""
+                   workdir: Path, touch: bool = False) -> LoopRun:
+        """Run `steps` supersteps (carrying `state` if given, rewritten each superstep if
+        `touch`); time only the run itself."""
         ...
 
     async def concurrent(self, runs: int, steps: int) -> Figures:
@@ -169,8 +182,14 @@ class _AgentFrameworkPeer:
                 await ctx.send_message(n)
 
         class Worker(af.Executor):  # type: ignore[misc,name-defined]
+            def __init__(self, id: str, touch: list[dict[str, Any]] | None = None) -> None:
+                super().__init__(id=id)
+                self._touch = touch
+
             @af.handler
             async def step(self, n: int, ctx: af.WorkflowContext[int, int]) -> None:
+                if self._touch is not None:
+                    ctx.set_state("payload", touched(self._touch, n))
                 if n > 0:
                     await ctx.send_message(n - 1)
                 else:
@@ -179,9 +198,9 @@ class _AgentFrameworkPeer:
         return Start, Worker
 
     def _build(self, storage: Any, state: list[dict[str, Any]] | None,
-               max_iterations: int) -> Any:
+               max_iterations: int, touch: bool = False) -> Any:
         start_cls, worker_cls = self._executors
-        start, worker = start_cls(state), worker_cls(id="worker")
+        start, worker = start_cls(state), worker_cls(id="worker", touch=state if touch else None)
         builder = self._af.WorkflowBuilder(
             start_executor=start, name=self._workflow_name, max_iterations=max_iterations,
             checkpoint_storage=storage,
@@ -196,8 +215,8 @@ class _AgentFrameworkPeer:
         return self._af.FileCheckpointStorage(workdir)
 
     async def loop(self, mode: Mode, steps: int, state: list[dict[str, Any]] | None,
-                   workdir: Path) -> LoopRun:
-        workflow = self._build(self._storage(mode, workdir), state, steps + 1)
+                   workdir: Path, touch: bool = False) -> LoopRun:
+        workflow = self._build(self._storage(mode, workdir), state, steps + 1, touch)
         began = time.perf_counter()
         result = await workflow.run(_worker_message(steps))
         seconds = time.perf_counter() - began
@@ -280,13 +299,16 @@ class _LangGraphPeer:
         # step; "sync" waits for each write before the next step (checkflow's guarantee).
         self.durability = durability
 
-    def _compile(self, saver: Any, state: list[dict[str, Any]] | None) -> Any:
+    def _compile(self, saver: Any, state: list[dict[str, Any]] | None,
+                 touch: bool = False) -> Any:
         from langgraph.graph import END, START, StateGraph
 
         async def start(s: _LoopState) -> _LoopState:
             return {"n": s["n"]} if state is None else {"n": s["n"], "payload": state}
 
         async def worker(s: _LoopState) -> _LoopState:
+            if touch and state is not None:
+                return {"n": s["n"] - 1, "payload": touched(state, s["n"])}
             return {"n": s["n"] - 1}
 
         def route(s: _LoopState) -> str:
@@ -310,16 +332,16 @@ class _LangGraphPeer:
         return await graph.ainvoke(payload, config, **extra)
 
     async def loop(self, mode: Mode, steps: int, state: list[dict[str, Any]] | None,
-                   workdir: Path) -> LoopRun:
+                   workdir: Path, touch: bool = False) -> LoopRun:
         config = self._config("loop", steps + 1)
         if mode != "durable":
             saver = self._memory_saver() if mode == "memory" else None
-            seconds = await self._timed_loop(self._compile(saver, state), steps, config)
+            seconds = await self._timed_loop(self._compile(saver, state, touch), steps, config)
             return LoopRun(seconds, 0, 0)
         database = workdir / "checkpoints.sqlite"
         async with self._sqlite_saver.from_conn_string(str(database)) as saver:
             await saver.setup()
-            seconds = await self._timed_loop(self._compile(saver, state), steps, config)
+            seconds = await self._timed_loop(self._compile(saver, state, touch), steps, config)
         return LoopRun(seconds, *_sqlite_usage(database))
 
     async def _timed_loop(self, graph: Any, steps: int, config: dict[str, Any]) -> float:
@@ -420,9 +442,10 @@ def _median(values: list[float | None]) -> float | None:
 
 
 async def _loop_figures(peer: Peer, mode: Mode, steps: int,
-                        state: list[dict[str, Any]] | None, sizes: Sizes) -> Figures:
+                        state: list[dict[str, Any]] | None, sizes: Sizes,
+                        touch: bool = False) -> Figures:
     async def once(workdir: Path) -> Figures:
-        run = await peer.loop(mode, steps, state, workdir)
+        run = await peer.loop(mode, steps, state, workdir, touch)
         per_snapshot = run.stored_bytes / run.snapshots if run.snapshots else None
         return {"us": run.seconds / steps * 1e6, "bytes_per_snapshot": per_snapshot}
 
@@ -439,6 +462,9 @@ async def _peer_figures(peer: Peer, sizes: Sizes, state: list[dict[str, Any]]) -
     w2 = await _loop_figures(peer, "durable", sizes.w2_steps, state, sizes)
     figures["W2_durable_us"] = w2.get("us")
     figures["W2_bytes_per_snapshot"] = w2.get("bytes_per_snapshot")
+    for mode in MODES:
+        touch = await _loop_figures(peer, mode, sizes.w2_steps, state, sizes, touch=True)
+        figures[f"W2_touch_{mode}_us"] = touch.get("us")
 
     async def w3(_: Path) -> Figures:
         return await peer.concurrent(sizes.w3_runs, sizes.w3_steps)
@@ -457,7 +483,9 @@ async def _langgraph_sync_figures(sizes: Sizes, state: list[dict[str, Any]]) -> 
     peer = _LangGraphPeer(durability="sync")
     w1 = await _loop_figures(peer, "durable", sizes.w1_steps, None, sizes)
     w2 = await _loop_figures(peer, "durable", sizes.w2_steps, state, sizes)
-    return {"W1_durable_sync_us": w1.get("us"), "W2_durable_sync_us": w2.get("us")}
+    touch = await _loop_figures(peer, "durable", sizes.w2_steps, state, sizes, touch=True)
+    return {"W1_durable_sync_us": w1.get("us"), "W2_durable_sync_us": w2.get("us"),
+            "W2_touch_durable_sync_us": touch.get("us")}
 
 
 def _load_peers() -> list[Peer]:

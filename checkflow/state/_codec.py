@@ -17,7 +17,7 @@ from checkflow.errors import StateEncodingError, StateNestingError
 from checkflow.state import _depth
 from checkflow.state._decode import make_decoder
 from checkflow.state._encode import encode_value
-from checkflow.state._paths import WalkError
+from checkflow.state._paths import TooDeepError, WalkError
 from checkflow.state._registry import TYPE_KEY
 
 __all__ = [
@@ -50,7 +50,17 @@ def to_builtins(value: Any, *, path: str = "") -> Any:
     Raises ``UnregisteredStateTypeError`` or ``StateEncodingError`` naming where in ``value``
     (prefixed by ``path``) the offending item sits.
     """
-    return walk_owned(value, path, encode_value)
+    return _to_tree(value, path, _depth.max_nesting_depth())
+
+
+def _to_tree(value: Any, path: str, limit: int) -> Any:
+    """The encode walk, refusing (``StateNestingError``) a tree nested past ``limit``."""
+    try:
+        return encode_value(value, limit)
+    except WalkError as error:
+        raise error.public(path) from error.__cause__
+    except (TooDeepError, RecursionError) as exc:
+        raise _too_deep(path, limit) from exc
 
 
 def from_builtins(obj: Any, *, path: str = "") -> Any:
@@ -68,7 +78,7 @@ def from_builtins(obj: Any, *, path: str = "") -> Any:
             f"not a to_builtins() tree at {path or '<root>'}: {exc}", path=path
         ) from exc
     _check_depth(data, "msgpack", copy, path, None)
-    return walk_owned(copy, path)
+    return walk_owned(copy, path, encoding=True)
 
 
 def encode(
@@ -80,13 +90,12 @@ def encode(
     itself raises ``StateNestingError``, never ``RecursionError``.
     """
     encoder = _encoder(format)
-    tree = to_builtins(value, path=path)
+    limit = _limit(max_depth)
+    tree = _to_tree(value, path, limit)  # the walk enforces the limit: nothing to check after
     try:
-        data = encoder.encode(tree)
+        return encoder.encode(tree)
     except RecursionError as exc:
-        raise _too_deep(path, _limit(max_depth)) from exc
-    _check_depth(data, format, tree, path, max_depth)
-    return data
+        raise _too_deep(path, limit) from exc
 
 
 def decode(
@@ -100,18 +109,27 @@ def decode(
     ``StateEncodingError``; nesting deeper than ``max_depth`` raises ``StateNestingError``.
     """
     data = bytes(data) if type(data) is not bytes else data
-    tree = load_builtins(data, format=format, path=path, max_depth=max_depth)
-    if _TAG_BYTES in data or (format == "json" and b"\\u" in data):  # "\u0024type" is "$type"
-        return walk_owned(tree, path)
+    tagged = _TAG_BYTES in data or (format == "json" and b"\\u" in data)  # "\u0024type" is "$type"
+    # Tagged bytes are walked anyway, and the walk checks the depth as it goes.
+    tree = load_builtins(data, format=format, path=path, max_depth=max_depth,
+                         check_depth=not tagged)
+    if tagged:
+        return walk_owned(tree, path, limit=_limit(max_depth))
     return tree
 
 
 def load_builtins(
-    data: bytes, *, format: Format, path: str = "", max_depth: int | None = None
+    data: bytes,
+    *,
+    format: Format,
+    path: str = "",
+    max_depth: int | None = None,
+    check_depth: bool = True,
 ) -> Any:
     """Parse bytes into the still-tagged tree (shared with inspection decoding).
 
     Refuses what ``encode`` cannot produce and nesting past the limit, never recursing deeper.
+    ``check_depth=False`` leaves a JSON tree's depth to the caller's walker (``walk_owned``).
     """
     decoder = _DECODERS.get(format)
     if decoder is None:
@@ -131,19 +149,30 @@ def load_builtins(
         if problem is not None:
             error = StateNestingError if problem.startswith("nested") else StateEncodingError
             raise error(f"cannot decode msgpack state at {where}: {problem}", path=path)
-    else:
+    elif check_depth:
         _check_depth(data, format, tree, path, limit, encoding=False)
     return tree
 
 
-def walk_owned(tree: Any, path: str, walk: Callable[[Any], Any] = _walk) -> Any:
-    """Run a walker (decode: over a tree nobody else holds), raising only public errors."""
+def walk_owned(
+    tree: Any,
+    path: str,
+    walk: Callable[[Any, int], Any] = _walk,
+    *,
+    limit: int | None = None,
+    encoding: bool = False,
+) -> Any:
+    """Run a decode walker over a tree nobody else holds, raising only public errors.
+
+    The walk refuses nesting past ``limit`` (default: the process-wide limit).
+    """
+    limit = _limit(limit)
     try:
-        return walk(tree)
+        return walk(tree, limit)
     except WalkError as error:
         raise error.public(path) from error.__cause__
-    except RecursionError as exc:
-        raise _too_deep(path, _depth.max_nesting_depth()) from exc
+    except (TooDeepError, RecursionError) as exc:
+        raise _too_deep(path, limit, encoding=encoding) from exc
 
 
 def _limit(max_depth: int | None) -> int:

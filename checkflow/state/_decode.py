@@ -16,75 +16,87 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from checkflow.state._paths import WalkError
+from checkflow.state._paths import TooDeepError, WalkError
 from checkflow.state._registry import BUILTIN_TYPE_IDS, TYPE_KEY, VALUE_KEY, registered_by_id
 
 __all__ = ["make_decoder"]
 
-Walk = Callable[[Any], Any]
+Walk = Callable[[Any, int], Any]
 
 
 def make_decoder(on_unknown: Callable[[str, Any], Any] | None) -> Walk:
     """Build a walker; ``on_unknown(type_id, payload)`` replaces unknown tags when given.
 
-    Without it an unknown type id raises. The walker mutates and returns its argument. The
+    Without it an unknown type id raises. The walker mutates and returns its argument, nesting
+    at most ``room`` containers deep (else ``TooDeepError``, checked as it goes). The
     three mutually recursive walkers are closures over ``on_unknown`` so the hot path passes
     no extra argument and looks nothing up per item; that keeps them in one function.
     """
 
-    def walk(value: Any) -> Any:
+    def walk(value: Any, room: int) -> Any:
         t = type(value)
         if t is dict:
-            return walk_dict(value) if TYPE_KEY in value else walk_slots(value, value.items())
+            if TYPE_KEY in value:
+                return walk_dict(value, room)
+            return walk_slots(value, value.items(), room)
         if t is list:
-            return walk_slots(value, enumerate(value))
+            return walk_slots(value, enumerate(value), room)
         return value
 
-    def walk_slots(container: Any, slots: Iterable[tuple[Any, Any]]) -> Any:
+    def walk_slots(container: Any, slots: Iterable[tuple[Any, Any]], room: int) -> Any:
+        if room < 1:
+            raise TooDeepError()
+        inner = room - 1
         try:
             for slot, value in slots:
                 t = type(value)
                 if t is dict:
                     if TYPE_KEY in value:
-                        container[slot] = walk_dict(value)
+                        container[slot] = walk_dict(value, inner)
                     else:
-                        walk_slots(value, value.items())
+                        walk_slots(value, value.items(), inner)
                 elif t is list:
-                    walk_slots(value, enumerate(value))
+                    walk_slots(value, enumerate(value), inner)
         except WalkError as error:
             error.enter(container)
             raise
         return container
 
-    def walk_dict(d: dict[str, Any]) -> Any:
+    def walk_dict(d: dict[str, Any], room: int) -> Any:
+        if room < 1:
+            raise TooDeepError()
         type_id = d[TYPE_KEY]
         if len(d) != 2 or VALUE_KEY not in d or type(type_id) is not str:
             raise WalkError(f"malformed tagged value {_short(d)}", child=d)
         payload = d[VALUE_KEY]
+        inner = room - 1
         try:
             builtin = _BUILTINS.get(type_id)
             if builtin is not None:
                 if type(payload) is list:
+                    if inner < 1:
+                        raise TooDeepError()
                     for item in payload:  # most payloads hold only scalars: skip the walk
                         if type(item) is dict or type(item) is list:
-                            walk_slots(payload, enumerate(payload))
+                            walk_slots(payload, enumerate(payload), inner)
                             break
                 return builtin(payload)
             if type_id == _ID_DICT:
-                return walk_slots(payload, _expect(payload, dict).items())
+                return walk_slots(payload, _expect(payload, dict).items(), inner)
             entry = registered_by_id.get(type_id)
             if entry is None:
                 if on_unknown is not None:
-                    return on_unknown(type_id, walk(payload))
+                    return on_unknown(type_id, walk(payload, inner))
                 raise WalkError(
                     f"cannot decode unknown state type id {type_id!r}",
                     child=d,
                     unregistered=type_id,
                     hint="; register its class with checkflow.state.register_state_type",
                 )
-            return entry.from_raw(walk(payload))
-        except WalkError as error:
-            error.skip(d)
+            return entry.from_raw(walk(payload, inner))
+        except (WalkError, TooDeepError) as error:
+            if isinstance(error, WalkError):
+                error.skip(d)
             raise
         except Exception as exc:
             raise WalkError(f"cannot decode a {type_id!r} value: {exc}", child=d) from exc

@@ -111,22 +111,27 @@ def check_msgpack_tree(tree: Any, limit: int) -> str | None:
     Returns a description naming where the first offence is
     (or that the tree is nested past ``limit``), ``None`` when the tree is clean.
     """
-    stack: list[tuple[Any, Any, str]] = []  # (iterator over (key, value), the container, path)
     problem = _msgpack_problem(None, "", tree)
     if problem is not None or type(tree) not in (dict, list):
         return problem
-    stack.append((_slots(tree), tree, ""))
+    # (iterator over (key, value), the container, the key it sits at): paths are built only
+    # for an offence, and plain scalars cost one type check each.
+    stack: list[tuple[Any, Any, Any]] = [(_slots(tree), tree, None)]
+    clean = _CLEAN
     while stack:
-        slots, container, path = stack[-1]
+        slots, container, _ = stack[-1]
+        is_map = type(container) is dict
         for key, value in slots:
-            segment = f"{path}[{key!r}]"
-            problem = _msgpack_problem(container, key, value)
-            if problem is not None:
-                return f"{problem} at {segment}"
-            if type(value) is dict or type(value) is list:
+            t = type(value)
+            if (is_map and type(key) is not str) or t not in clean:
+                problem = _msgpack_problem(container, key, value)
+                if problem is not None:
+                    keys = [entry[2] for entry in stack[1:]] + [key]
+                    return f"{problem} at {''.join(f'[{k!r}]' for k in keys)}"
+            if t is dict or t is list:
                 if len(stack) >= limit:
                     return f"nested deeper than {limit} levels"
-                stack.append((_slots(value), value, segment))
+                stack.append((_slots(value), value, key))
                 break
         else:
             stack.pop()
@@ -138,6 +143,7 @@ def _slots(container: Any) -> Any:
 
 
 _SCALARS = frozenset({str, int, bool, type(None), dict, list, bytes})
+_CLEAN = _SCALARS
 
 
 def _msgpack_problem(container: Any, key: Any, value: Any) -> str | None:

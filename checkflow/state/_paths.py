@@ -13,7 +13,7 @@ from typing import Any
 
 from checkflow.errors import StateEncodingError, StateError, UnregisteredStateTypeError
 
-__all__ = ["WalkError", "join_path", "qualified_name"]
+__all__ = ["TooDeepError", "WalkError", "join_path", "qualified_name"]
 
 _HERE: Any = object()  # ``WalkError.child`` value meaning "the error is about the container itself"
 
@@ -21,6 +21,10 @@ _HERE: Any = object()  # ``WalkError.child`` value meaning "the error is about t
 def qualified_name(cls: type) -> str:
     """``module.QualName`` of a class: the default type id and the name errors show."""
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class TooDeepError(Exception):
+    """Internal: a walked tree nests past the limit (or an encoded value contains itself)."""
 
 
 class WalkError(Exception):

@@ -4,8 +4,11 @@ The runner holds the guard, checks the graph signature before restoring anything
 the head snapshot once, accepts the input or the responses, executes Pregel supersteps
 (deliveries of superstep N come from messages sent in N-1; the executors of one superstep
 run concurrently, each one's deliveries in order) and exports its complete state to
-``checkpoint.commit_snapshot()`` at the two boundaries. It never builds lineage, never calls
-storage, never moves a head, and nothing of it stays reachable from the Workflow.
+``checkpoint.commit_snapshot()`` at the two boundaries. A one-shot run (no checkpoint given)
+keeps its state live between supersteps and commits once, when it ends, pauses or stops
+unconverged, to the unattached checkpoint it returns: nobody could read the intermediate
+snapshots, so they are never encoded. It never builds lineage, never calls storage, never
+moves a head, and nothing of it stays reachable from the Workflow.
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ class Runner:
         self._wf = workflow
         self._plan = workflow.plan
         self._checkpoint = checkpoint if checkpoint is not None else workflow.create_checkpoint()
+        self._one_shot = checkpoint is None
+        self._deferred: str | None = None  # one-shot: the boundary of the commit not yet made
         self._message = message
         self._responses = responses
         self._interceptors = tuple(interceptors)
@@ -118,6 +123,9 @@ class Runner:
                 await self._supersteps()
             except _ExecutorFailed as failure:
                 raise await self._fail(failure) from failure.error
+            except WorkflowConvergenceError:
+                await self._commit_deferred()
+                raise
             return await self._finish(self._run.status)
 
     def result(self, status: RunStatus) -> WorkflowRunResult:
@@ -206,7 +214,7 @@ class Runner:
         await self._route_outboxes()
         if self._staged:
             run.record(*SHARED)
-            run.shared.update(self._staged)
+            run.update_shared(self._staged)
             self._staged = {}
         run.superstep = number
         run.status = run.settled_status()
@@ -288,6 +296,18 @@ class Runner:
                     await route(group, run, source_id, message, target_id, self._accepts)
 
     async def _commit(self, boundary: str) -> None:
+        if self._one_shot:
+            self._deferred = boundary
+            return
+        await self._commit_now(boundary)
+
+    async def _commit_deferred(self) -> None:
+        """One-shot: commit the live state once, as of the last boundary it reached."""
+        boundary, self._deferred = self._deferred, None
+        if boundary is not None:
+            await self._commit_now(boundary)
+
+    async def _commit_now(self, boundary: str) -> None:
         run, checkpoint = self._run, self._checkpoint
         metadata = {"boundary": boundary, "superstep": run.superstep, "status": run.status.value}
         state = run.export(self._wf.type_ref)
@@ -317,6 +337,7 @@ class Runner:
             snapshot.snapshot_id, snapshot.parent_snapshot_id, boundary, run.superstep))
 
     async def _finish(self, status: RunStatus) -> WorkflowRunResult:
+        await self._commit_deferred()
         await self.emit(WorkflowStatusEvent(status))
         return self.result(status)
 
@@ -352,7 +373,7 @@ class Runner:
     @property
     def shared_state(self) -> dict[str, Any]:
         self._run.reach(*SHARED)  # what a handler reads it may change, now or later
-        return self._run.shared
+        return self._run.live_shared()
 
     async def emit(self, event: WorkflowEvent) -> None:
         self._sequence += 1

@@ -24,7 +24,8 @@ objects nobody but this module has seen since they were decoded. Parts only the 
 (``record()``) are encoded at the next commit only: the input log keeps the values as
 accepted (nothing reads it back during a run), and shared state written by ``set_state``
 but never read in this run continues from the committed copy, so a reference the writer kept
-cannot change it behind the snapshot's back.
+cannot change it behind the snapshot's back. That copy is decoded lazily (``live_shared``):
+a superstep that overwrites every key of the shared state never decodes the old one.
 
 This module must never touch a checkpoint, a storage or the definition objects.
 """
@@ -67,6 +68,7 @@ class RunState:
         "request_bytes",
         "requests",
         "shared",
+        "stale_shared",
         "status",
         "superstep",
     )
@@ -75,6 +77,8 @@ class RunState:
         self.status = RunStatus.IDLE
         self.superstep = 0
         self.shared: dict[str, Any] = {}
+        # (bytes, format, keys) of the committed shared state ``shared`` no longer holds
+        self.stale_shared: tuple[bytes, Any, frozenset[str]] | None = None
         self.executors: dict[str, dict[str, Any]] = {}
         self.edges: dict[str, Any] = {}
         self.inputs: list[Any] = []
@@ -106,8 +110,27 @@ class RunState:
             if (bucket, key) not in _ALWAYS_FRESH
         }
         if SHARED in self.changed and SHARED not in self.reached:
-            self.shared = decode(self.parts[SHARED].data, format=fmt, path="shared_state")
+            # continue from the committed copy, decoded only when something reads it
+            self.stale_shared = (self.parts[SHARED].data, fmt, frozenset(self.shared))
+            self.shared = {}
         self.changed.clear()
+
+    def live_shared(self) -> dict[str, Any]:
+        """The shared state, decoding the committed copy first if ``remember`` left it stale."""
+        stale = self.stale_shared
+        if stale is not None:
+            self.stale_shared = None
+            self.shared = decode(stale[0], format=stale[1], path="shared_state")
+        return self.shared
+
+    def update_shared(self, staged: dict[str, Any]) -> None:
+        """Apply ``set_state`` writes; when they replace every key, nothing old is decoded."""
+        stale = self.stale_shared
+        if stale is not None and stale[2].issubset(staged):
+            self.stale_shared = None
+            self.shared = dict(staged)
+            return
+        self.live_shared().update(staged)
 
     def _part(self, bucket: str, key: str, value: Any) -> Any:
         part = (bucket, key)

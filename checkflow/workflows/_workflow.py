@@ -203,7 +203,13 @@ class Workflow:
         Give a ``message`` for the start executor, or ``responses`` (request id -> answer)
         for pending requests, or neither to resume. Awaiting the call returns a
         ``WorkflowRunResult``; with ``stream=True`` it returns a ``WorkflowRunStream`` of
-        events instead. Each call snapshots its entry and every completed superstep.
+        events instead. Given a ``checkpoint``, each call snapshots its entry and every
+        completed superstep. Without one (a one-shot run) the state stays live between
+        supersteps and is encoded once, when the run ends, pauses for responses or stops
+        unconverged: ``result.checkpoint`` then holds that one snapshot (resumable with
+        ``run(responses=..., checkpoint=result.checkpoint)``); a one-shot run that fails or
+        is cancelled leaves it without snapshots, and a value a handler handed to
+        ``set_state`` and changed later is seen changed by later supersteps of that run.
         ``interceptors`` wrap the run, its supersteps, executor invocations and commits
         (``checkflow.workflows.Interceptor``); none costs nothing.
         """

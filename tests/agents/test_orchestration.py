@@ -70,7 +70,7 @@ async def test_sequential_passes_the_whole_conversation_along():
     writer, editor = CountingAgent("writer"), CountingAgent("editor")
     workflow = SequentialBuilder([writer, editor]).build()
 
-    result = await workflow.run("owls")
+    result = await workflow.run("owls", checkpoint=workflow.create_checkpoint())
 
     (conversation,) = result.get_outputs()
     assert texts(conversation) == ["user:owls", "assistant:writer: owls",

@@ -44,7 +44,8 @@ async def test_counters_and_histograms_after_a_pause_a_resume_and_a_failure(
     commits = {p.attributes["checkpoint.storage"]: p.value
                for p in found["checkflow.checkpoint.commits"]}
     commit_spans = named(spans, "checkpoint.commit")
-    assert commits == {"InMemoryCheckpointStorage": 5, "unattached": 1}
+    # a one-shot run commits only when it ends or pauses: the failed one committed nothing
+    assert commits == {"InMemoryCheckpointStorage": 5}
     assert sum(commits.values()) == len(commit_spans)
     durations = found["checkflow.checkpoint.commit.duration"]
     assert sum(p.count for p in durations) == len(commit_spans)

@@ -99,7 +99,7 @@ async def test_it_runs_like_any_workflow_and_yields_its_return_value():
 
 
 async def test_there_is_a_snapshot_after_the_input_and_after_each_step():
-    result = await arithmetic.run(3)
+    result = await arithmetic.run(3, checkpoint=arithmetic.create_checkpoint())
 
     snapshots = result.checkpoint.snapshots
     assert [s.metadata["boundary"] for s in snapshots] == [

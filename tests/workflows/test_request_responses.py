@@ -233,7 +233,7 @@ async def test_a_generic_response_type_equal_to_a_handler_annotation_is_accepted
 async def test_an_unrestorable_response_type_fails_the_requester_naming_the_remedy():
     workflow = WorkflowBuilder(start_executor=AnyAnswer(id="asker")).build()
     with pytest.raises(WorkflowRunError) as caught:
-        await workflow.run("unregistered")
+        await workflow.run("unregistered", checkpoint=workflow.create_checkpoint())
 
     message = str(caught.value.__cause__)
     assert "Unregistered cannot be restored" in message

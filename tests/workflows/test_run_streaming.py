@@ -33,7 +33,8 @@ from checkflow.workflows import (
 
 
 async def test_a_stream_yields_the_events_in_order_then_the_result():
-    stream = build_factor().run(2, stream=True)
+    workflow = build_factor()
+    stream = workflow.run(2, stream=True, checkpoint=workflow.create_checkpoint())
     kinds = [type(event) async for event in stream]
     result = await stream.get_result()
     assert kinds == [
@@ -62,9 +63,22 @@ async def test_a_stream_yields_the_events_in_order_then_the_result():
 
 
 async def test_get_result_alone_drains_the_stream():
-    result = await build_factor().run(2, stream=True).get_result()
+    workflow = build_factor()
+    stream = workflow.run(2, stream=True, checkpoint=workflow.create_checkpoint())
+    result = await stream.get_result()
     assert result.status is RunStatus.AWAITING_RESPONSES
     assert len(result.checkpoint.snapshots) == 4
+
+
+async def test_a_one_shot_stream_commits_once_as_the_run_pauses():
+    result = await build_factor().run(2, stream=True).get_result()
+    assert result.status is RunStatus.AWAITING_RESPONSES
+    (snapshot,) = result.checkpoint.snapshots
+    assert snapshot.metadata == {"boundary": "superstep_completed", "superstep": 3,
+                                 "status": "awaiting_responses"}
+    committed = [e for e in result.events if isinstance(e, SnapshotCommittedEvent)]
+    assert [e.snapshot_id for e in committed] == [snapshot.snapshot_id]
+    assert isinstance(result.events[-1], WorkflowStatusEvent)
 
 
 class Progress(WorkflowEvent):
@@ -173,7 +187,7 @@ class Slow(Executor):
 async def test_closing_a_stream_mid_superstep_abandons_that_superstep():
     entered = asyncio.Event()
     workflow = WorkflowBuilder(start_executor=Slow(id="slow", entered=entered)).build()
-    stream = workflow.run(1, stream=True)
+    stream = workflow.run(1, stream=True, checkpoint=workflow.create_checkpoint())
     consumer = asyncio.ensure_future(stream.get_result())
     await asyncio.wait_for(entered.wait(), timeout=10)
     await stream.aclose()

@@ -9,6 +9,8 @@ reached in this run is handed to the commit as the previous snapshot's bytes.
 
 from __future__ import annotations
 
+from typing import Any
+
 from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
 
 
@@ -107,8 +109,83 @@ async def test_a_written_value_changed_later_through_the_writers_reference_is_no
         .add_edge(writer, appender)
         .build()
     )
-    result = await workflow.run("first")
+    result = await workflow.run("first", checkpoint=workflow.create_checkpoint())
 
     assert result.get_outputs() == [["first"]]  # the live run agrees with every snapshot
     for snapshot in result.checkpoint.snapshots[1:]:
         assert snapshot.state["workflow_state"]["shared_state"]["log"] == ["first"]
+
+
+async def test_a_one_shot_run_keeps_its_state_live_and_encodes_it_once_at_the_end():
+    writer, appender = Writer(id="writer"), Appender(id="appender")
+    workflow = (
+        WorkflowBuilder(start_executor=writer)
+        .add_edge(writer, writer)
+        .add_edge(writer, appender)
+        .build()
+    )
+    result = await workflow.run("first")
+
+    # no intermediate copies: the writer's reference is the state (documented in run())
+    assert result.get_outputs() == [["first", "appended"]]
+    (snapshot,) = result.checkpoint.snapshots
+    assert snapshot.state["workflow_state"]["shared_state"]["log"] == ["first", "appended"]
+
+
+class Rewriter(Executor):
+    """Overwrites every shared key each superstep, then spoils the list it handed over."""
+
+    def __init__(self, id: str, keys: tuple[str, ...]) -> None:
+        super().__init__(id)
+        self._keys = keys
+        self._handed: list[list[Any]] = []
+
+    @handler
+    async def step(self, n: int, ctx: WorkflowContext[int, list[Any]]) -> None:
+        for handed in self._handed:  # committed by now: must never change the state
+            handed.append("spoiled")
+        self._handed = []
+        if n >= 3:
+            await ctx.yield_output([ctx.get_state(key) for key in ("a", "b")])
+            return
+        for key in self._keys:
+            value = [key, n]
+            ctx.set_state(key, value)
+            self._handed.append(value)
+        await ctx.send_message(n + 1)
+
+
+async def test_overwriting_every_shared_key_each_superstep_keeps_the_committed_copies():
+    seed = Rewriter(id="seed", keys=("a", "b"))
+    rewriter = Rewriter(id="rewriter", keys=("a",))  # rewrites only "a": "b" is decoded
+    workflow = WorkflowBuilder(start_executor=seed).add_edge(seed, rewriter).add_edge(
+        rewriter, rewriter).build()
+    result = await workflow.run(0, checkpoint=workflow.create_checkpoint())
+
+    assert result.get_outputs() == [[["a", 2], ["b", 0]]]
+    shared = [s.state["workflow_state"]["shared_state"] for s in result.checkpoint.snapshots]
+    assert shared[1:] == [
+        {"a": ["a", 0], "b": ["b", 0]},
+        {"a": ["a", 1], "b": ["b", 0]},
+        {"a": ["a", 2], "b": ["b", 0]},
+        {"a": ["a", 2], "b": ["b", 0]},
+    ]
+
+
+async def test_a_full_rewrite_of_the_shared_state_decodes_nothing_old(monkeypatch):
+    from checkflow.workflows import _runstate
+
+    decoded: list[bytes] = []
+    real = _runstate.decode
+
+    def counting(data: bytes, **kwargs: Any) -> Any:
+        decoded.append(data)
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(_runstate, "decode", counting)
+    seed = Rewriter(id="seed", keys=("a", "b"))
+    workflow = WorkflowBuilder(start_executor=seed).add_edge(seed, seed).build()
+    result = await workflow.run(1, checkpoint=workflow.create_checkpoint())
+
+    assert result.get_outputs() == [[["a", 2], ["b", 2]]]
+    assert len(decoded) == 1  # only the final get_state read decodes a committed copy
