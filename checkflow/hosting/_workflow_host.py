@@ -206,7 +206,7 @@ class WorkflowHost(HostBase):
         hosted = HostedRunStream(self, key, prepared, inner)
         if stream:
             return hosted
-        return await shielded(hosted.get_result())
+        return await hosted.get_result()  # it shields the run's end itself
 
     def _check_limits(self, checkpoint: Checkpoint, conversation_id: str, new_input: bool
                       ) -> None:
