@@ -108,8 +108,9 @@ class ConversationLease:
     """A held lease: the session as leased, and the one way to end the lease.
 
     While held, the lease is renewed every third of its duration (a CAS write of a later
-    expiry, like the lease itself not synced to disk: see ``SessionStore.set``), so a run longer than ``lease_seconds`` never loses its conversation to another
-    host; only a host that died stops renewing.
+    expiry, like the lease itself not synced to disk: see ``SessionStore.set``), so a run
+    longer than ``lease_seconds`` never loses its conversation to another host; only a host
+    that died stops renewing.
     """
 
     def __init__(

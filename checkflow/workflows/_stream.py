@@ -1,10 +1,11 @@
 """``WorkflowRunStream``: a run's events as an async iterator, with its result and a cancel.
 
 The run executes in its own task and hands each event over in lock-step (it waits until the
-consumer has taken it) through a one-slot ``_Handoff`` made of bare futures (no task or
-queue per event: a run emits a dozen events, and this is the hot path of every hosted turn), so a consumer that stops reading stops the run between events, and
-``aclose()`` cancels it before the next superstep's work. The stream never commits anything
-itself; a cancelled run ends CANCELLED with the head at its last completed superstep.
+consumer has taken it) through a ``_Handoff`` made of bare futures (no task or queue per
+event: a run emits a dozen events, and this is the hot path of every hosted turn), so a
+consumer that stops reading stops the run between events, and ``aclose()`` cancels it before
+the next superstep's work. The stream never commits anything itself; a cancelled run ends
+CANCELLED with the head at its last completed superstep.
 
 The run's task must never reference the stream object: a stream dropped without ``aclose()``
 is then freed (at once, in CPython) and its finalizer cancels the run, releasing the
@@ -21,7 +22,7 @@ from checkflow.workflows._events import WorkflowEvent
 from checkflow.workflows._results import RunStatus, WorkflowRunResult
 
 if TYPE_CHECKING:
-    from checkflow.workflows._runner import Runner, Sink
+    from checkflow.workflows._runner import Runner
 
 __all__ = ["WorkflowRunStream"]
 
