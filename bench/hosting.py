@@ -12,6 +12,10 @@ milliseconds per conversation from ``/proc/PID/stat`` (utime + stime over the ce
 ``--before DIR`` also serves from another source tree (a ``git worktree`` of the base commit)
 and alternates it with this one round by round; the table shows medians over ``--rounds``
 rounds, and the load average is printed per round (the machine may be shared).
+``--standard DIR`` adds rows served on uvicorn's ``standard`` stack (uvloop, httptools) from a
+folder they are installed in (``pip install --target DIR uvloop httptools``): uvicorn picks
+httptools up by itself when importable; uvloop is installed as the event loop policy first,
+as ``serve`` would have to do (it runs its own ``asyncio.run``).
 Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing.
 
     .venv/bin/python bench/hosting.py [--seconds 4] [--rounds 3] [--before DIR]
@@ -70,16 +74,23 @@ def _pin_to_server_core() -> None:
 
 
 @contextlib.contextmanager
-def _server(tree: Path, kind: str, storage: str, env: dict[str, str]) -> Iterator[
+def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
         tuple[int, int]]:
     """Start one server from source tree ``tree``; yield (pid, port); stop it."""
-    env = {**os.environ, **env,
-           "PYTHONPATH": os.pathsep.join([str(tree), str(E2E)])}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(p for p in [str(tree), str(E2E), extra_path] if p)}
     if kind == "bare":
-        argv = [sys.executable, str(ROOT / "bench" / "_bare_server.py")]
+        argv = [str(ROOT / "bench" / "_bare_server.py")]
     else:
-        argv = [sys.executable, "-m", "checkflow", "serve", "agui_flows:approval",
-                "--port", "0", "--storage", storage]
+        argv = ["-m", "checkflow", "serve", "agui_flows:approval", "--port", "0",
+                "--storage", storage]
+    if extra_path:  # uvloop as the loop of the server's asyncio.run
+        run = (f"runpy.run_path({argv[0]!r}, run_name='__main__')" if kind == "bare" else
+               "runpy.run_module('checkflow', run_name='__main__', alter_sys=True)")
+        argv = ["-c", "import asyncio, runpy, sys, uvloop; "
+                "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
+                f"sys.argv[1:] = {argv[1 if kind == 'bare' else 2:]!r}; {run}"]
+    argv = [sys.executable, *argv]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, env=env, cwd=tree, preexec_fn=_pin_to_server_core)
     assert process.stdout is not None
@@ -187,6 +198,8 @@ def main() -> None:
     parser.add_argument("--max-conversations", type=int, default=20_000,
                         help="per client and cell")
     parser.add_argument("--before", type=Path, help="a source tree to compare (old code)")
+    parser.add_argument("--standard", type=Path,
+                        help="a folder holding uvloop and httptools: adds rows on that stack")
     args = parser.parse_args()
     os.sched_setaffinity(0, {CLIENT_CORE})
     trees = [("now", ROOT)] if args.before is None else [("before", args.before.resolve()),
@@ -194,19 +207,24 @@ def main() -> None:
     results: dict[tuple[str, str, int], list[Cell]] = {}
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        servers = [("bare starlette", "bare", "", {}), ("memory:", "serve", "memory:", {})]
-        servers.append(("file:", "serve", "file:{tmp}", {}))
+        servers = [("bare starlette", "bare", "", ""), ("memory:", "serve", "memory:", ""),
+                   ("file:", "serve", "file:{tmp}", "")]
+        if args.standard is not None:
+            std = str(args.standard.resolve())
+            servers += [("bare std", "bare", "", std), ("memory: std", "serve", "memory:", std),
+                        ("file: std", "serve", "file:{tmp}", std)]
         print(f"server on core {SERVER_CORE}, load generator on core {CLIENT_CORE}; "
               f"{args.seconds:g} s per cell, {args.rounds} rounds; a conversation = a message "
               f"that pauses for approval + the answer; latency is per request")
         for round_ in range(args.rounds):
             print(f"round {round_ + 1}: load average {_load()}", flush=True)
             for tree_name, tree in trees:
-                for label, kind, storage, env in servers:
-                    if kind == "bare" and tree_name != trees[-1][0]:
-                        continue  # the ceiling does not depend on checkflow's code
+                for label, kind, storage, extra_path in servers:
+                    if (kind == "bare" or extra_path) and tree_name != trees[-1][0]:
+                        continue  # the ceiling, and the other stack: this tree only
                     folder = tmp / f"{tree_name}-{round_}-{len(results)}"
-                    with _server(tree, kind, storage.format(tmp=folder), env) as (pid, port):
+                    with _server(tree, kind, storage.format(tmp=folder), extra_path) as (
+                            pid, port):
                         for clients in args.clients:
                             tag = f"{tree_name}{round_}c{clients}"
                             cell = asyncio.run(_drive(pid, port, clients, args.seconds,
@@ -223,7 +241,7 @@ def _print_table(results: dict[tuple[str, str, int], list[Cell]], trees: list[st
     print(f"\n{'code':7} {'server':15} | {cols}")
     for server in servers:
         for tree in trees:
-            if server == "bare starlette" and tree != trees[-1]:
+            if (tree, server, clients[0]) not in results:
                 continue
             parts = []
             for c in clients:
