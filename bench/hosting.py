@@ -15,7 +15,9 @@ rounds, and the load average is printed per round (the machine may be shared).
 ``--standard DIR`` adds rows served on uvicorn's ``standard`` stack (uvloop, httptools) from a
 folder they are installed in (``pip install --target DIR uvloop httptools``): uvicorn picks
 httptools up by itself when importable; uvloop is installed as the event loop policy first,
-as ``serve`` would have to do (it runs its own ``asyncio.run``).
+as ``serve`` would have to do (it runs its own ``asyncio.run``). ``--cosmos`` adds ``cosmos:``
+rows against the local emulator (``tests/cosmos_emulator.py``; pinned to the load generator's
+core; loopback figures, not a real account).
 Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing.
 
     .venv/bin/python bench/hosting.py [--seconds 4] [--rounds 3] [--before DIR]
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,7 +81,8 @@ def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
         tuple[int, int]]:
     """Start one server from source tree ``tree``; yield (pid, port); stop it."""
     env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join(p for p in [str(tree), str(E2E), extra_path] if p)}
+           "PYTHONPATH": os.pathsep.join(p for p in [str(tree), str(E2E), extra_path] if p),
+           "CHECKFLOW_COSMOS_DATABASE": f"bench-{uuid.uuid4().hex}"}
     if kind == "bare":
         argv = [str(ROOT / "bench" / "_bare_server.py")]
     else:
@@ -198,6 +202,7 @@ def main() -> None:
     parser.add_argument("--max-conversations", type=int, default=20_000,
                         help="per client and cell")
     parser.add_argument("--before", type=Path, help="a source tree to compare (old code)")
+    parser.add_argument("--cosmos", action="store_true", help="also cosmos: on the emulator")
     parser.add_argument("--standard", type=Path,
                         help="a folder holding uvloop and httptools: adds rows on that stack")
     args = parser.parse_args()
@@ -209,6 +214,9 @@ def main() -> None:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         servers = [("bare starlette", "bare", "", ""), ("memory:", "serve", "memory:", ""),
                    ("file:", "serve", "file:{tmp}", "")]
+        if args.cosmos:
+            _start_emulator(stack)
+            servers.append(("cosmos:", "serve", "cosmos:", ""))
         if args.standard is not None:
             std = str(args.standard.resolve())
             servers += [("bare std", "bare", "", std), ("memory: std", "serve", "memory:", std),
@@ -233,6 +241,19 @@ def main() -> None:
                             results.setdefault((tree_name, label, clients), []).append(cell)
         print(f"done: load average {_load()}")
     _print_table(results, [t for t, _ in trees], [s[0] for s in servers], args.clients)
+
+
+def _start_emulator(stack: contextlib.ExitStack) -> None:
+    """The local Cosmos DB emulator, on the load generator's core; its settings in our env
+    (every server inherits them and names a database of its own)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cosmos_emulator import start_emulator  # type: ignore[import-not-found]
+
+    emulator = start_emulator()
+    stack.callback(emulator.stop)
+    os.sched_setaffinity(emulator.pid, {CLIENT_CORE})
+    os.environ["CHECKFLOW_COSMOS_ENDPOINT"] = emulator.endpoint
+    os.environ["CHECKFLOW_COSMOS_KEY"] = emulator.key
 
 
 def _print_table(results: dict[tuple[str, str, int], list[Cell]], trees: list[str],
