@@ -1,120 +1,278 @@
-"""Hosting throughput: N concurrent clients drive the native API of a real server for a while.
+"""Hosting throughput: conversations/s, latency and server CPU per conversation, side by side.
 
-Starts ``python -m checkflow serve e2e_flows:workflow`` (the end-to-end tests' workflow,
-``tests/e2e/e2e_flows.py``) on loopback for each storage, then runs N client tasks for a fixed
-time. Each request runs a 3-superstep workflow (start -> shout -> finish, 4 snapshots). Two request
-mixes: a new conversation per request, and one conversation per client that keeps growing.
-Prints requests/s and p50/p95 latency, and first the host's own overhead in process (host.run
-against a bare workflow.run); asserts nothing.
+In one run, on loopback: ``python -m checkflow serve agui_flows:approval`` as shipped on
+``memory:`` and on ``file:`` (durable, fsynced), and a bare Starlette endpoint on the same
+uvicorn stack (``bench/_bare_server.py``: parse the body, answer one dict; the ceiling for
+any ASGI server here). A conversation is a message that pauses for approval plus the answer
+(two requests). Each server runs pinned to core 0, this load generator to core 1 (a
+keep-alive HTTP/1.1 client on raw asyncio streams, one connection per client, so the client
+costs little). Per cell: conversations/s, p50/p95 latency of one request, and the server's CPU
+milliseconds per conversation from ``/proc/PID/stat`` (utime + stime over the cell).
 
-    .venv/bin/python bench/hosting.py [--clients 16] [--seconds 5]
+``--before DIR`` also serves from another source tree (a ``git worktree`` of the base commit)
+and alternates it with this one round by round; the table shows medians over ``--rounds``
+rounds, and the load average is printed per round (the machine may be shared).
+``--standard DIR`` adds rows served on uvicorn's ``standard`` stack (uvloop, httptools) from a
+folder they are installed in (``pip install --target DIR uvloop httptools``): uvicorn picks
+httptools up by itself when importable; uvloop is installed as the event loop policy first,
+as ``serve`` would have to do (it runs its own ``asyncio.run``). ``--cosmos`` adds ``cosmos:``
+rows against the local emulator (``tests/cosmos_emulator.py``; pinned to the load generator's
+core; loopback figures, not a real account).
+Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing.
+
+    .venv/bin/python bench/hosting.py [--seconds 4] [--rounds 3] [--before DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-E2E = Path(__file__).resolve().parent.parent / "tests" / "e2e"
-sys.path.insert(0, str(E2E))
+ROOT = Path(__file__).resolve().parent.parent
+E2E = ROOT / "tests" / "e2e"
+SERVER_CORE, CLIENT_CORE = 0, 1
+TICKS = os.sysconf("SC_CLK_TCK")
 
-from e2e_flows import workflow  # noqa: E402  (the end-to-end tests' 3-superstep workflow)
+
+@dataclass
+class Cell:
+    conversations: int = 0
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.conversations / self.seconds
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.cpu_seconds * 1000 / max(1, self.conversations)
 
 
-def _start_server(storage: str) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(E2E), str(E2E.parents[1])])}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "checkflow", "serve", "e2e_flows:workflow", "--port", "0",
-         "--storage", storage],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )
+def _cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15)
+
+
+def _pin_to_server_core() -> None:
+    os.sched_setaffinity(0, {SERVER_CORE})
+
+
+@contextlib.contextmanager
+def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
+        tuple[int, int]]:
+    """Start one server from source tree ``tree``; yield (pid, port); stop it."""
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(p for p in [str(tree), str(E2E), extra_path] if p),
+           "CHECKFLOW_COSMOS_DATABASE": f"bench-{uuid.uuid4().hex}"}
+    if kind == "bare":
+        argv = [str(ROOT / "bench" / "_bare_server.py")]
+    else:
+        argv = ["-m", "checkflow", "serve", "agui_flows:approval", "--port", "0",
+                "--storage", storage]
+    if extra_path:  # uvloop as the loop of the server's asyncio.run
+        run = (f"runpy.run_path({argv[0]!r}, run_name='__main__')" if kind == "bare" else
+               "runpy.run_module('checkflow', run_name='__main__', alter_sys=True)")
+        argv = ["-c", "import asyncio, runpy, sys, uvloop; "
+                "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
+                f"sys.argv[1:] = {argv[1 if kind == 'bare' else 2:]!r}; {run}"]
+    argv = [sys.executable, *argv]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env=env, cwd=tree, preexec_fn=_pin_to_server_core)
     assert process.stdout is not None
     banner = process.stdout.readline()
     if " on http://" not in banner:
         process.kill()
         raise SystemExit(f"server did not start: {banner}{process.stdout.read()}")
-    return process, banner.split(" on ", 1)[1].split()[0]
+    port = int(banner.split(" on http://", 1)[1].split()[0].rsplit(":", 1)[1].rstrip("/"))
+    try:
+        yield process.pid, port
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
-async def _drive(url: str, clients: int, seconds: float, growing: bool) -> list[float]:
-    import httpx
+class Connection:
+    """One keep-alive HTTP/1.1 connection that POSTs JSON and reads a sized JSON answer."""
 
-    latencies: list[float] = []
-    deadline = time.perf_counter() + seconds
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
 
-    async def client(index: int, http: httpx.AsyncClient) -> None:
-        n = 0
-        while time.perf_counter() < deadline:
-            conversation = f"client-{index}" if growing else f"client-{index}-{n}"
-            began = time.perf_counter()
-            response = await http.post(f"{url}/v1/conversations/{conversation}/runs",
-                                       json={"message": f"m{n}"})
-            latencies.append(time.perf_counter() - began)
-            if response.status_code != 200 or response.json()["outputs"] != [f"M{n}"]:
-                raise SystemExit(f"unexpected answer: {response.status_code} {response.text}")
-            n += 1
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
 
-    limits = httpx.Limits(max_connections=clients)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        await asyncio.gather(*(client(i, http) for i in range(clients)))
-    return latencies
+    async def post(self, path: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+        data = json.dumps(body).encode()
+        self.writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        length = next(int(line.split(":", 1)[1]) for line in lines[1:]
+                      if line.lower().startswith("content-length:"))
+        return status, json.loads(await self.reader.readexactly(length))
 
-
-def _row(storage: str, mix: str, latencies: list[float], seconds: float) -> str:
-    ordered = sorted(latencies)
-    p50 = statistics.median(ordered) * 1000
-    p95 = ordered[int(len(ordered) * 0.95) - 1] * 1000
-    return (f"{storage:8} {mix:22} {len(ordered) / seconds:10.0f} {p50:9.1f} {p95:9.1f}")
+    def close(self) -> None:
+        self.writer.close()
 
 
-async def _in_process(runs: int) -> tuple[float, float]:
-    """Microseconds per run: ``host.run`` (session, lease, reference) vs bare ``workflow.run``."""
-    from checkflow.hosting import WorkflowHost
-    from checkflow.storage import InMemoryCheckpointStorage
-
-    host = WorkflowHost(workflow)
+async def _conversation(http: Connection, cid: str, bare: bool, latencies: list[float]
+                        ) -> None:
+    path = f"/v1/conversations/{cid}/runs"
     began = time.perf_counter()
-    for i in range(runs):
-        await host.run(f"c-{i}", message="x")
-    hosted = (time.perf_counter() - began) / runs
-    storage = InMemoryCheckpointStorage()
-    began = time.perf_counter()
-    for i in range(runs):
-        checkpoint = workflow.create_checkpoint(checkpoint_id=f"c-{i}", checkpoint_storage=storage)
-        await workflow.run("x", checkpoint=checkpoint)
-    bare = (time.perf_counter() - began) / runs
-    return hosted * 1e6, bare * 1e6
+    status, paused = await http.post(path, {"message": cid})
+    answered = time.perf_counter()
+    latencies.append(answered - began)
+    if bare:
+        answer: dict[str, object] = {"message": "yes"}
+    else:
+        if status != 200 or paused.get("status") != "awaiting_responses":
+            raise SystemExit(f"unexpected answer: {status} {paused}")
+        pending = paused["pending_requests"]
+        assert isinstance(pending, list)
+        answer = {"responses": {pending[0]["request_id"]: True}}
+    status, done = await http.post(path, answer)
+    latencies.append(time.perf_counter() - answered)
+    if status != 200 or (not bare and done.get("outputs") != [f"published: Five things "
+                                                                f"about {cid}."]):
+        raise SystemExit(f"unexpected answer: {status} {done}")
+
+
+async def _drive(pid: int, port: int, clients: int, seconds: float, most: int, tag: str,
+                 bare: bool) -> Cell:
+    """Warm up briefly, then run ``clients`` loops for ``seconds`` (at most ``most`` each)."""
+    connections = [await Connection.open(port) for _ in range(clients)]
+    cell = Cell()
+    try:
+        for i, http in enumerate(connections):  # warm-up: every connection once
+            await _conversation(http, f"{tag}-warm-{i}", bare, [])
+        deadline = time.perf_counter() + seconds
+
+        async def client(index: int, http: Connection) -> None:
+            for n in range(most):
+                if time.perf_counter() >= deadline:
+                    return
+                await _conversation(http, f"{tag}-{index}-{n}", bare, cell.latencies)
+                cell.conversations += 1
+
+        cpu, began = _cpu_seconds(pid), time.perf_counter()
+        await asyncio.gather(*(client(i, h) for i, h in enumerate(connections)))
+        cell.seconds = time.perf_counter() - began
+        cell.cpu_seconds = _cpu_seconds(pid) - cpu
+    finally:
+        for http in connections:
+            http.close()
+    return cell
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--max-conversations", type=int, default=20_000,
+                        help="per client and cell")
+    parser.add_argument("--before", type=Path, help="a source tree to compare (old code)")
+    parser.add_argument("--cosmos", action="store_true", help="also cosmos: on the emulator")
+    parser.add_argument("--standard", type=Path,
+                        help="a folder holding uvloop and httptools: adds rows on that stack")
     args = parser.parse_args()
-    hosted, bare = asyncio.run(_in_process(2000))
-    print(f"in process, memory storage: host.run {hosted:.0f} us vs workflow.run {bare:.0f} us "
-          f"per 3-superstep run ({hosted / bare:.2f}x: session get, lease write, release write)")
-    print(f"{args.clients} concurrent clients, {args.seconds:.0f} s per cell, "
-          f"3-superstep workflow, {os.cpu_count()} CPUs shared by server and clients")
-    print(f"{'storage':8} {'requests':22} {'req/s':>10} {'p50 ms':>9} {'p95 ms':>9}")
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, storage in [("memory", "memory:"), ("file", f"file:{tmp}/store")]:
-            process, url = _start_server(storage)
-            try:
-                for mix, growing in [("new conversation each", False),
-                                     ("one conversation each", True)]:
-                    latencies = asyncio.run(_drive(url, args.clients, args.seconds, growing))
-                    print(_row(name, mix, latencies, args.seconds), flush=True)
-            finally:
-                process.terminate()
-                process.wait()
+    os.sched_setaffinity(0, {CLIENT_CORE})
+    trees = [("now", ROOT)] if args.before is None else [("before", args.before.resolve()),
+                                                       ("after", ROOT)]
+    results: dict[tuple[str, str, int], list[Cell]] = {}
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        servers = [("bare starlette", "bare", "", ""), ("memory:", "serve", "memory:", ""),
+                   ("file:", "serve", "file:{tmp}", "")]
+        if args.cosmos:
+            _start_emulator(stack)
+            servers.append(("cosmos:", "serve", "cosmos:", ""))
+        if args.standard is not None:
+            std = str(args.standard.resolve())
+            servers += [("bare std", "bare", "", std), ("memory: std", "serve", "memory:", std),
+                        ("file: std", "serve", "file:{tmp}", std)]
+        print(f"server on core {SERVER_CORE}, load generator on core {CLIENT_CORE}; "
+              f"{args.seconds:g} s per cell, {args.rounds} rounds; a conversation = a message "
+              f"that pauses for approval + the answer; latency is per request")
+        for round_ in range(args.rounds):
+            print(f"round {round_ + 1}: load average {_load()}", flush=True)
+            for tree_name, tree in trees:
+                for label, kind, storage, extra_path in servers:
+                    if (kind == "bare" or extra_path) and tree_name != trees[-1][0]:
+                        continue  # the ceiling, and the other stack: this tree only
+                    folder = tmp / f"{tree_name}-{round_}-{len(results)}"
+                    with _server(tree, kind, storage.format(tmp=folder), extra_path) as (
+                            pid, port):
+                        for clients in args.clients:
+                            tag = f"{tree_name}{round_}c{clients}"
+                            cell = asyncio.run(_drive(pid, port, clients, args.seconds,
+                                                      args.max_conversations, tag,
+                                                      kind == "bare"))
+                            results.setdefault((tree_name, label, clients), []).append(cell)
+        print(f"done: load average {_load()}")
+    _print_table(results, [t for t, _ in trees], [s[0] for s in servers], args.clients)
+
+
+def _start_emulator(stack: contextlib.ExitStack) -> None:
+    """The local Cosmos DB emulator, on the load generator's core; its settings in our env
+    (every server inherits them and names a database of its own)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cosmos_emulator import start_emulator  # type: ignore[import-not-found]
+
+    emulator = start_emulator()
+    stack.callback(emulator.stop)
+    os.sched_setaffinity(emulator.pid, {CLIENT_CORE})
+    os.environ["CHECKFLOW_COSMOS_ENDPOINT"] = emulator.endpoint
+    os.environ["CHECKFLOW_COSMOS_KEY"] = emulator.key
+
+
+def _print_table(results: dict[tuple[str, str, int], list[Cell]], trees: list[str],
+                 servers: list[str], clients: list[int]) -> None:
+    cols = " | ".join(f"{c} cl: conv/s  p50  p95 ms  CPU ms/conv" for c in clients)
+    print(f"\n{'code':7} {'server':15} | {cols}")
+    for server in servers:
+        for tree in trees:
+            if (tree, server, clients[0]) not in results:
+                continue
+            parts = []
+            for c in clients:
+                cells = results[(tree, server, c)]
+                parts.append(
+                    f"{statistics.median(x.rate for x in cells):13.0f} "
+                    f"{statistics.median(x.percentile(0.5) for x in cells):5.1f} "
+                    f"{statistics.median(x.percentile(0.95) for x in cells):5.1f} "
+                    f"{statistics.median(x.cpu_ms for x in cells):14.2f}")
+            print(f"{tree:7} {server:15} | " + " | ".join(parts))
 
 
 if __name__ == "__main__":

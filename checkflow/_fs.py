@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import struct
 import tempfile
 import weakref
 from collections.abc import Callable, Hashable, Iterator
@@ -23,6 +24,7 @@ __all__ = [
     "atomic_write",
     "exclusive_lock",
     "fsync_directory",
+    "key_lock",
     "os_errors_as",
     "safe_name",
     "shared_lock",
@@ -49,11 +51,13 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, sync_directory: bool = True) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new file whole.
 
     Writes a temporary file in the same folder, fsyncs it, ``os.replace``s it over ``path``
-    and fsyncs the folder.
+    and fsyncs the folder. ``sync_directory=False`` skips that last fsync: the file is still
+    never torn, but a crash may bring back the previous file (for a write whose loss is
+    harmless; the next write that syncs the folder makes it durable too).
     """
     directory = path.parent
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
@@ -67,7 +71,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_directory(directory)
+    if sync_directory:
+        fsync_directory(directory)
 
 
 @contextlib.contextmanager
@@ -101,6 +106,40 @@ def _fcntl() -> Any:
             "the file stores need fcntl (Linux, macOS and other POSIX systems); on this "
             "platform use the memory: or cosmos: storage") from None
     return fcntl
+
+
+_FLOCK_STRUCT = "hhqqi4x"  # struct flock: l_type, l_whence, l_start, l_len, l_pid
+
+
+@contextlib.contextmanager
+def key_lock(path: Path, key: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``key`` alone, in the permanent lock file ``path``.
+
+    Where the system has open-file-description record locks (Linux), it locks one byte at an
+    offset given by a 62-bit hash of ``key``, so writers of different keys never wait for
+    each other (across threads and processes alike) and no lock file per key piles up.
+    Elsewhere it falls back to ``exclusive_lock(path)``: correct, but one writer at a time.
+    Blocks the calling thread: call it from a worker thread.
+    """
+    fcntl = _fcntl()
+    ofd_lock = getattr(fcntl, "F_OFD_SETLKW", None)  # Linux >= 3.15; else whole-file flock
+    if ofd_lock is None:
+        with exclusive_lock(path):
+            yield
+        return
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    offset = int.from_bytes(digest, "big") >> 2  # below 2**62: a valid off_t
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.fcntl(fd, ofd_lock, struct.pack(_FLOCK_STRUCT, fcntl.F_WRLCK, os.SEEK_SET,
+                                               offset, 1, 0))
+        try:
+            yield
+        finally:
+            fcntl.fcntl(fd, ofd_lock, struct.pack(_FLOCK_STRUCT, fcntl.F_UNLCK, os.SEEK_SET,
+                                                   offset, 1, 0))
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

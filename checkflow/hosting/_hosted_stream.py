@@ -65,7 +65,9 @@ class HostedRunStream(HostedRun):
     def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
         return self._events()
 
-    async def _events(self) -> AsyncIterator[WorkflowEvent]:
+    async def _events(self, *, shield_end: bool = True) -> AsyncIterator[WorkflowEvent]:
+        """The events; at the end, the session is stored (shielded from the consumer's
+        cancellation unless the caller already runs this in a shielded task)."""
         exhausted = False
         try:
             async for event in self._inner:
@@ -76,7 +78,7 @@ class HostedRunStream(HostedRun):
             exhausted = True  # the failure is reported by get_result()
         finally:
             if exhausted and not self._finishing:
-                await shielded(self._complete())
+                await (shielded(self._complete()) if shield_end else self._complete())
             elif not exhausted:
                 await self.aclose()
 
@@ -100,7 +102,8 @@ class HostedRunStream(HostedRun):
             self._end()
 
     async def _drain(self) -> None:
-        async for _ in self._events():
+        """Run the rest of the stream; only ever awaited through ``shielded``."""
+        async for _ in self._events(shield_end=False):
             pass
 
     async def get_result(self) -> HostedRunResult:

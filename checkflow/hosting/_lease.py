@@ -16,7 +16,6 @@ the run. This module must never queue a request or wait for a conversation to be
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import os
@@ -109,8 +108,9 @@ class ConversationLease:
     """A held lease: the session as leased, and the one way to end the lease.
 
     While held, the lease is renewed every third of its duration (a CAS write of a later
-    expiry), so a run longer than ``lease_seconds`` never loses its conversation to another
-    host; only a host that died stops renewing.
+    expiry, like the lease itself not synced to disk: see ``SessionStore.set``), so a run
+    longer than ``lease_seconds`` never loses its conversation to another host; only a host
+    that died stops renewing.
     """
 
     def __init__(
@@ -124,29 +124,33 @@ class ConversationLease:
         self.created = created  # this lease's write created the session (a new conversation)
         self.on_cancel: Callable[[], Awaitable[None]] | None = None  # set by the running host
         self._cancelling: asyncio.Task[None] | None = None
-        self._stop = asyncio.Event()
-        self._renewer = asyncio.create_task(self._renew())
+        # A timer, not a sleeping task: most runs end before the first renewal is due.
+        self._loop = asyncio.get_running_loop()
+        self._stopped = False
+        self._renewing: asyncio.Task[None] | None = None
+        self._timer = self._loop.call_later(manager.renew_seconds, self._renewal_due)
+
+    def _renewal_due(self) -> None:
+        if not self._stopped:
+            self._renewing = self._loop.create_task(self._renew())
 
     async def _renew(self) -> None:
-        interval = self._manager.renew_seconds
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), interval)
-            if self._stop.is_set():
-                return
-            try:
-                if not await self._renew_once():
-                    return
-            except Exception:  # a store hiccup must not end the run: try again next interval
-                _log.warning("conversation %r: renewing the lease failed; retrying",
-                             self.key.conversation_id, exc_info=True)
+        try:
+            if not await self._renew_once():
+                return  # lost to another host: stop renewing
+        except Exception:  # a store hiccup must not end the run: try again next interval
+            _log.warning("conversation %r: renewing the lease failed; retrying",
+                         self.key.conversation_id, exc_info=True)
+        if not self._stopped:
+            self._timer = self._loop.call_later(self._manager.renew_seconds,
+                                                self._renewal_due)
 
     async def _renew_once(self) -> bool:
         """Extend the lease; honour a recorded cancel request. False when the lease is lost."""
         store = self._manager.store
         self.session.state[LEASE_KEY] = self._manager.new_lease()
         try:
-            await store.set(self.session, expected_version=self.session.version)
+            await store.set(self.session, expected_version=self.session.version, durable=False)
             return True
         except SessionConflictError:
             fresh = await store.get(self.session.session_id)
@@ -159,7 +163,7 @@ class ConversationLease:
         if CANCEL_KEY in fresh.state:
             self._cancel_requested()
         fresh.state[LEASE_KEY] = self._manager.new_lease()
-        await store.set(fresh, expected_version=fresh.version)
+        await store.set(fresh, expected_version=fresh.version, durable=False)
         self.session = fresh
         return True
 
@@ -181,8 +185,10 @@ class ConversationLease:
         leaves no record; if it changed meanwhile it is kept and only the lease is cleared.
         """
         try:
-            self._stop.set()
-            await self._renewer  # lets a renewal write in flight finish; never cancelled
+            self._stopped = True
+            self._timer.cancel()
+            if self._renewing is not None:
+                await self._renewing  # lets a renewal write in flight finish; never cancelled
             if discard and self.created and await self._delete():
                 return
             await self._store(update)
@@ -327,8 +333,9 @@ class LeaseManager:
             _log.warning("conversation session %r: lease of owner %s expired; taking over",
                          session.session_id, previous.get("owner"))
         session.state[LEASE_KEY] = self.new_lease()
-        try:
-            await self.store.set(session, expected_version=session.version, create=created)
+        try:  # not synced to disk (a crash loses it with the run), unless it creates the session
+            await self.store.set(session, expected_version=session.version, create=created,
+                                 durable=False)
         except SessionConflictError:
             raise ConversationBusyError(key.conversation_id, retry_after=1.0) from None
         return ConversationLease(self, key, session, took_over=took_over, created=created)

@@ -216,7 +216,7 @@ class WorkflowHost(HostBase):
         if stream:
             return hosted  # the caller's context keeps the conversation while it streams
         try:
-            return await shielded(hosted.get_result())
+            return await hosted.get_result()  # it shields the run's end itself
         finally:
             running_conversation.reset(token)
 

@@ -2,11 +2,15 @@
 
 Each session lives in ``<root>/<safe_name(session_id)>.session``: a versioned envelope holding
 the original id, the store version and the codec-encoded session. A compare-and-set runs under
-an ``asyncio.Lock`` per session id (in this loop) and an ``flock`` on the store's permanent
-lock file (across processes), taken in a worker thread. Reads take no lock and open nothing for
-writing, so they work on a read-only store; disk faults surface as ``StorageError``s. This
-module must never block the event loop or write a session file other than through
-``atomic_write``.
+an ``asyncio.Lock`` per session id (in this loop) and a lock on that session id alone in the
+store's permanent lock file (across threads and processes: ``key_lock``), taken in a worker
+thread, so writes of different sessions never wait for each other's disk syncs. A write is
+made durable (file and folder fsynced) unless the caller says its loss is harmless
+(``durable=False``: the file is still fsynced before it replaces the old one, so it is never
+torn, but a crash may bring back the previous version); a create-only write is always
+durable. Reads take no lock and open nothing for writing, so they work on a read-only store;
+disk faults surface as ``StorageError``s. This module must never block the event loop or
+write a session file other than through ``atomic_write``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from checkflow import state
-from checkflow._fs import LoopLocks, atomic_write, exclusive_lock, os_errors_as, safe_name
+from checkflow._fs import LoopLocks, atomic_write, key_lock, os_errors_as, safe_name
 from checkflow.errors import CorruptSessionError, StateError, StorageError
 from checkflow.sessions._session import AgentSession
 from checkflow.sessions._versions import (
@@ -107,15 +111,21 @@ class FileSessionStore:
         return session
 
     async def set(
-        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False,
+        durable: bool = True,
     ) -> str:
-        """Store ``session`` if the write's condition holds (see ``SessionStore``); the version."""
+        """Store ``session`` if the write's condition holds (see ``SessionStore``); the version.
+
+        ``durable=False`` skips the folder fsync (a crash may bring back the previous
+        version, never a torn file); a create-only write syncs regardless.
+        """
         check_write_condition(expected_version, create)
         encoded = state.encode(session, format=self.format, path=f"session[{session.session_id!r}]")
         async with self._lock(session.session_id):
             with _faults("session write", self.path_for(session.session_id)):
                 version = await asyncio.to_thread(
-                    self._compare_and_write, session.session_id, encoded, expected_version, create
+                    self._compare_and_write, session.session_id, encoded, expected_version,
+                    create, durable or create,
                 )
         session.version = version
         return version
@@ -147,11 +157,12 @@ class FileSessionStore:
     # -- worker-thread side (each holds the cross-process lock for its whole check-and-act) --
 
     def _compare_and_write(
-        self, session_id: str, encoded: bytes, expected_version: str | None, create: bool
+        self, session_id: str, encoded: bytes, expected_version: str | None, create: bool,
+        durable: bool,
     ) -> str:
         path = self.path_for(session_id)
         self.root.mkdir(parents=True, exist_ok=True)
-        with exclusive_lock(self.root / _LOCK_NAME):
+        with key_lock(self.root / _LOCK_NAME, session_id):
             if expected_version is not None or create:
                 check_expected_version(
                     session_id,
@@ -164,7 +175,7 @@ class FileSessionStore:
                 FILE_FORMAT, FILE_VERSION, session_id, version, msgspec.Raw(encoded)
             )
             encoder = _JSON_ENCODER if self.format == "json" else _MSGPACK_ENCODER
-            atomic_write(path, encoder.encode(envelope))
+            atomic_write(path, encoder.encode(envelope), sync_directory=durable)
         return version
 
     def _compare_and_unlink(self, session_id: str, expected_version: str | None) -> None:
@@ -173,7 +184,7 @@ class FileSessionStore:
                 session_id, expected_version=expected_version, actual_version=None
             )
             return
-        with exclusive_lock(self.root / _LOCK_NAME):
+        with key_lock(self.root / _LOCK_NAME, session_id):
             if expected_version is not None:
                 check_expected_version(
                     session_id,

@@ -38,9 +38,13 @@ class InMemorySessionStore:
         return session
 
     async def set(
-        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False,
+        durable: bool = True,
     ) -> str:
-        """Store ``session`` if the write's condition holds (see ``SessionStore``); the version."""
+        """Store ``session`` if the write's condition holds (see ``SessionStore``); the version.
+
+        ``durable`` changes nothing here: memory is never durable.
+        """
         check_write_condition(expected_version, create)
         data = state.encode(session, path=f"session[{session.session_id!r}]")
         with self._lock:

@@ -26,6 +26,13 @@ class SessionStore(Protocol):
     ``delete`` with ``expected_version`` removes the session only at that version (else
     ``SessionConflictError``); without, it removes whatever is there, and a missing session
     is no error. ``get`` returns a fresh copy with ``version`` set.
+
+    ``durable=False`` says the caller can afford to lose this write in a crash (the lease a
+    host records before a run: a crash loses it together with the run it guarded), so a store
+    may skip the sync that makes it survive one; the write is still atomic and its condition
+    still checked, and a later durable write makes it durable too. A create-only write is
+    always durable (it is what tells a restarted host that a conversation was begun). Stores
+    whose every write is durable ignore it.
     """
 
     async def get(self, session_id: str) -> AgentSession | None:
@@ -33,7 +40,8 @@ class SessionStore(Protocol):
         ...
 
     async def set(
-        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False,
+        durable: bool = True,
     ) -> str:
         """Store ``session`` if the write's condition holds; the new version."""
         ...

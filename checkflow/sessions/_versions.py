@@ -6,16 +6,37 @@ I/O.
 
 from __future__ import annotations
 
-import uuid
+import itertools
+import os
 
 from checkflow.errors import SessionConflictError
 
 __all__ = ["check_expected_version", "check_write_condition", "new_version"]
 
 
+class _Versions:
+    """A random 64-bit prefix per process (drawn again in a forked child) and a counter:
+    unique across processes like a uuid4, without reading the system's randomness on every
+    write (each hosted turn writes its session twice)."""
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)
+
+    def reset(self) -> None:
+        self.prefix = os.urandom(8).hex()
+        self.counter = itertools.count(1)
+
+    def next(self) -> str:
+        return f"{self.prefix}{next(self.counter):016x}"
+
+
+_VERSIONS = _Versions()
+
+
 def new_version() -> str:
     """A fresh opaque version: never reused, even after a delete and re-create."""
-    return uuid.uuid4().hex
+    return _VERSIONS.next()
 
 
 def check_write_condition(expected_version: str | None, create: bool) -> None:

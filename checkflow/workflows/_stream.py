@@ -1,9 +1,11 @@
 """``WorkflowRunStream``: a run's events as an async iterator, with its result and a cancel.
 
 The run executes in its own task and hands each event over in lock-step (it waits until the
-consumer has taken it), so a consumer that stops reading stops the run between events, and
-``aclose()`` cancels it before the next superstep's work. The stream never commits anything
-itself; a cancelled run ends CANCELLED with the head at its last completed superstep.
+consumer has taken it) through a ``_Handoff`` made of bare futures (no task or queue per
+event: a run emits a dozen events, and this is the hot path of every hosted turn), so a
+consumer that stops reading stops the run between events, and ``aclose()`` cancels it before
+the next superstep's work. The stream never commits anything itself; a cancelled run ends
+CANCELLED with the head at its last completed superstep.
 
 The run's task must never reference the stream object: a stream dropped without ``aclose()``
 is then freed (at once, in CPython) and its finalizer cancels the run, releasing the
@@ -13,13 +15,14 @@ checkpoint's active-run guard.
 from __future__ import annotations
 
 import asyncio
+import collections
 from typing import TYPE_CHECKING, Any
 
 from checkflow.workflows._events import WorkflowEvent
 from checkflow.workflows._results import RunStatus, WorkflowRunResult
 
 if TYPE_CHECKING:
-    from checkflow.workflows._runner import Runner, Sink
+    from checkflow.workflows._runner import Runner
 
 __all__ = ["WorkflowRunStream"]
 
@@ -35,13 +38,14 @@ class WorkflowRunStream:
 
     def __init__(self, runner: Runner) -> None:
         self._runner = runner
-        self._queue: asyncio.Queue[WorkflowEvent] = asyncio.Queue(maxsize=1)
+        self._handoff = _Handoff()
         self._task: asyncio.Task[WorkflowRunResult] | None = None
         self._cancelled = False
 
     def _started(self) -> asyncio.Task[WorkflowRunResult]:
         if self._task is None:
-            self._task = asyncio.ensure_future(self._runner.run(_hand_over_to(self._queue)))
+            self._task = asyncio.ensure_future(self._runner.run(self._handoff.hand_over))
+            self._task.add_done_callback(self._handoff.run_ended)
         return self._task
 
     def __del__(self) -> None:
@@ -58,16 +62,9 @@ class WorkflowRunStream:
         if self._cancelled:
             raise StopAsyncIteration
         task = self._started()
-        getter = asyncio.ensure_future(self._queue.get())
-        try:
-            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            getter.cancel()  # the consumer went away: leave no pending getter behind
-            raise
-        if getter.done():
-            self._queue.task_done()
-            return getter.result()
-        getter.cancel()
+        event = await self._handoff.take()
+        if event is not None:
+            return event
         if task.cancelled():
             raise StopAsyncIteration
         task.result()  # raises the run's error, if any
@@ -101,11 +98,52 @@ class WorkflowRunStream:
         await self.aclose()
 
 
-def _hand_over_to(queue: asyncio.Queue[WorkflowEvent]) -> Sink:
-    """The run's event sink: waits until the consumer took each event (never holds the stream)."""
+class _Handoff:
+    """Events from the run's task(s) to the consumer, one at a time; never holds the stream.
 
-    async def hand_over(event: WorkflowEvent) -> None:
-        await queue.put(event)
-        await queue.join()
+    ``hand_over`` (the run's sink; executors running side by side may call it at once) parks
+    the event in line and waits until the consumer takes it; ``take`` returns the first
+    parked event, waiting for one, or ``None`` once the run ended.
+    """
 
-    return hand_over
+    __slots__ = ("_ended", "_parked", "_waiter")
+
+    def __init__(self) -> None:
+        self._parked: collections.deque[tuple[WorkflowEvent, asyncio.Future[None]]] = (
+            collections.deque())
+        self._waiter: asyncio.Future[None] | None = None  # the consumer waits on it
+        self._ended = False
+
+    async def hand_over(self, event: WorkflowEvent) -> None:
+        entry = (event, asyncio.get_running_loop().create_future())
+        self._parked.append(entry)
+        self._wake()
+        try:
+            await entry[1]
+        finally:
+            if entry[1].cancelled() and entry in self._parked:  # nobody may take it now
+                self._parked.remove(entry)
+
+    def run_ended(self, _task: object) -> None:
+        self._ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def take(self) -> WorkflowEvent | None:
+        while True:
+            while self._parked:
+                event, taken = self._parked.popleft()
+                if not taken.done():  # else its run was cancelled while parked
+                    taken.set_result(None)
+                    return event
+            if self._ended:
+                return None
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter  # cancelled: the consumer went away, nothing is left pending
+            finally:
+                self._waiter = None

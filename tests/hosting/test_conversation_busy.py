@@ -265,13 +265,15 @@ class FlakySessions(InMemorySessionStore):
         self.armed = True
 
     async def set(
-        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False,
+        durable: bool = True,
     ) -> str:
         if self.armed:
             self.armed = False
             self.failed.set()
             raise OSError("connection reset by peer")
-        return await super().set(session, expected_version=expected_version, create=create)
+        return await super().set(session, expected_version=expected_version, create=create,
+                                 durable=durable)
 
 
 async def test_a_failed_lease_renewal_neither_ends_the_run_nor_loses_its_result(

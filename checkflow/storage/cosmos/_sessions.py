@@ -90,9 +90,12 @@ class CosmosSessionStore(CosmosResource):
         return session
 
     async def set(
-        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False
+        self, session: AgentSession, *, expected_version: str | None = None, create: bool = False,
+        durable: bool = True,
     ) -> str:
         """Store ``session`` if the write's condition holds (see ``SessionStore``); the version.
+
+        Every write is one round trip and durable, so ``durable`` changes nothing.
 
         A create-only write is ``create_item`` (409 when the item exists); a versioned one is
         a replace conditioned on the ETag (412 when stale, 404 when gone).

@@ -1,0 +1,160 @@
+"""The file session store's write path: per-session locks and what each write syncs.
+
+Locks are shown with deterministic gates: a thread holds one session's lock (as another
+process would) until the test releases it; nothing sleeps to make writes overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import multiprocessing
+import os
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkflow import _fs
+from checkflow.errors import SessionConflictError
+from checkflow.sessions import AgentSession, FileSessionStore
+from checkflow.sessions._versions import new_version
+
+pytestmark = pytest.mark.skipif(not hasattr(fcntl, "F_OFD_SETLK"),
+                                reason="per-key locks need open-file-description locks")
+
+
+class HeldLock:
+    """``key_lock(path, key)`` held in a thread of its own until ``release()``."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.entered, self._release = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._hold, args=(path, key))
+        self._thread.start()
+        assert self.entered.wait(10)
+
+    def _hold(self, path: Path, key: str) -> None:
+        with _fs.key_lock(path, key):
+            self.entered.set()
+            self._release.wait(10)
+
+    def release(self) -> None:
+        self._release.set()
+        self._thread.join(10)
+
+
+def _try_lock(path: Path, key: str) -> bool:
+    """Whether ``key`` could be locked right now by another open of the file (no waiting)."""
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    offset = int.from_bytes(digest, "big") >> 2
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, offset, 1, 0))
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_a_key_lock_excludes_that_key_only(tmp_path: Path) -> None:
+    lock = tmp_path / ".lock"
+    held = HeldLock(lock, "a")
+    try:
+        assert not _try_lock(lock, "a")  # another open file (another process) must wait
+        assert _try_lock(lock, "b")
+    finally:
+        held.release()
+    assert _try_lock(lock, "a")
+
+
+async def test_a_write_waits_only_for_its_own_session(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    await store.set(AgentSession("a", {"n": 0}))
+    held = HeldLock(tmp_path / ".lock", "a")  # a writer of session a elsewhere, mid-write
+    try:
+        other = await asyncio.wait_for(store.set(AgentSession("b", {"n": 1})), 10)
+        assert (await store.get("b")).version == other  # b never waited for a's lock
+        blocked = asyncio.ensure_future(store.set(AgentSession("a", {"n": 2})))
+        await asyncio.wait_for(store.set(AgentSession("c", {"n": 3})), 10)
+        assert not blocked.done()  # a's lock is still held: a's write cannot have happened
+        assert (await store.get("a")).state == {"n": 0}
+    finally:
+        held.release()
+    await asyncio.wait_for(blocked, 10)
+    assert (await store.get("a")).state == {"n": 2}
+
+
+@pytest.fixture
+def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """What each write fsynced, in order: "file" or "dir" (the real fsyncs still run)."""
+    seen: list[str] = []
+    real_fsync, real_dir = os.fsync, _fs.fsync_directory
+    in_dir = threading.local()
+
+    def fsync(fd: int) -> None:
+        if not getattr(in_dir, "on", False):
+            seen.append("file")
+        real_fsync(fd)
+
+    def fsync_directory(path: Path) -> None:
+        seen.append("dir")
+        in_dir.on = True
+        try:
+            real_dir(path)
+        finally:
+            in_dir.on = False
+
+    monkeypatch.setattr(_fs.os, "fsync", fsync)
+    monkeypatch.setattr(_fs, "fsync_directory", fsync_directory)
+    yield seen
+
+
+async def test_a_lease_write_syncs_the_file_not_the_folder_and_a_create_syncs_both(
+    tmp_path: Path, syncs: list[str]
+) -> None:
+    store = FileSessionStore(tmp_path)
+    session = AgentSession("s", {"n": 0})
+    await store.set(session, create=True, durable=False)  # a create is always durable
+    assert syncs == ["file", "dir"]
+    syncs.clear()
+    session.state["n"] = 1
+    await store.set(session, expected_version=session.version, durable=False)
+    assert syncs == ["file"]  # never torn: the new file is synced before it replaces the old
+    syncs.clear()
+    session.state["n"] = 2
+    await store.set(session, expected_version=session.version)
+    assert syncs == ["file", "dir"]
+    assert (await FileSessionStore(tmp_path).get("s")).state == {"n": 2}
+
+
+async def test_an_unsynced_write_still_checks_its_condition(tmp_path: Path) -> None:
+    store = FileSessionStore(tmp_path)
+    session = AgentSession("s", {"n": 0})
+    first = await store.set(session)
+    await store.set(AgentSession("s", {"n": 1}), expected_version=first, durable=False)
+    with pytest.raises(SessionConflictError):
+        await store.set(AgentSession("s", {"n": 2}), expected_version=first, durable=False)
+    with pytest.raises(SessionConflictError):
+        await store.set(AgentSession("s", {"n": 3}), create=True, durable=False)
+    assert (await store.get("s")).state == {"n": 1}
+
+
+def _child_version(queue: Any) -> None:
+    queue.put(new_version())
+
+
+def test_versions_never_repeat_in_a_process_or_in_its_forked_children() -> None:
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_version, args=(queue,))
+    child.start()
+    theirs = queue.get(timeout=10)
+    child.join(10)
+    ours = [new_version() for _ in range(1000)]
+    assert len(set(ours)) == 1000
+    assert theirs not in ours and theirs[:16] != ours[0][:16]  # a fork draws a new prefix
