@@ -85,9 +85,15 @@ def exclusive_lock(path: Path) -> Iterator[None]:
     instead, and ``import checkflow`` itself never needs it.
     """
     fcntl = _fcntl()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    with _flocked(os.open(path, os.O_RDWR | os.O_CREAT, 0o644), fcntl, fcntl.LOCK_EX):
+        yield
+
+
+@contextlib.contextmanager
+def _flocked(fd: int, fcntl: Any, mode: int) -> Iterator[None]:
+    """Hold ``flock(fd, mode)`` for the block, then unlock and close ``fd``."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, mode)
         try:
             yield
         finally:
@@ -157,14 +163,8 @@ def shared_lock(path: Path) -> Iterator[None]:
     except OSError:
         yield
         return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    with _flocked(fd, fcntl, fcntl.LOCK_SH):
+        yield
 
 
 @contextlib.contextmanager
