@@ -119,6 +119,12 @@ class Checkpoint:
         self._storage = storage
 
     @property
+    def format(self) -> Format:
+        """The encoding commits use: the storage's, or JSON without storage."""
+        storage = self._storage
+        return storage.format if storage is not None else "json"
+
+    @property
     def snapshots(self) -> list[CheckpointSnapshot]:
         """Every retained snapshot in creation order (a new list; the snapshots are immutable)."""
         return list(self._snapshots.values())
@@ -197,7 +203,7 @@ class Checkpoint:
         check_not_in_use(self, "commit to")
         check_state_shape(state)
         storage = self._storage
-        fmt: Format = storage.format if storage is not None else "json"
+        fmt = self.format
         await self._commit_lock.acquire()
         try:
             snapshot = CheckpointSnapshot(

@@ -37,8 +37,14 @@ __all__ = [
 
 Format = Literal["json", "msgpack"]
 
-FORMAT_VERSION = 2
-"""The snapshot record version this release writes and reads."""
+FORMAT_VERSION = 3
+"""The snapshot record version this release writes (it reads ``READABLE_FORMAT_VERSIONS``).
+
+Version 3 lets a state part be in the codec's typed layout; version 2 parts are all in the
+tagged layout, which this release still reads (and keeps as it is when a part is unchanged).
+"""
+
+READABLE_FORMAT_VERSIONS = (2, 3)
 
 STATE_BUCKETS = ("workflow_state", "executor_states", "edge_states", "messages")
 MESSAGE_KEYS = ("input", "pending", "output")
@@ -183,10 +189,11 @@ def check_record(record: SnapshotRecord, *, source: str = "") -> None:
 def _check_header(
     record: SnapshotRecord | SnapshotHeader, *, source: str, format: str | None = None
 ) -> None:
-    if record.format_version != FORMAT_VERSION:
+    if record.format_version not in READABLE_FORMAT_VERSIONS:
+        readable = " and ".join(map(str, READABLE_FORMAT_VERSIONS))
         raise UnsupportedFormatVersionError(
             f"{source + ': ' if source else ''}snapshot {record.snapshot_id!r} has format "
-            f"version {record.format_version}; this release reads version {FORMAT_VERSION}",
+            f"version {record.format_version}; this release reads versions {readable}",
             version=record.format_version,
         )
     fmt = format if format is not None else getattr(record, "format", None)

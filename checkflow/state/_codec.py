@@ -19,9 +19,11 @@ from checkflow.state._decode import make_decoder
 from checkflow.state._encode import encode_value
 from checkflow.state._paths import TooDeepError, WalkError
 from checkflow.state._registry import TYPE_KEY
+from checkflow.state._typed import BadSchema, decode_typed, encode_typed, is_typed
 
 __all__ = [
     "Format",
+    "Layout",
     "decode",
     "encode",
     "from_builtins",
@@ -31,6 +33,7 @@ __all__ = [
 ]
 
 Format = Literal["json", "msgpack"]
+Layout = Literal["auto", "tagged"]
 
 _ENCODERS: dict[str, msgspec.json.Encoder | msgspec.msgpack.Encoder] = {
     "json": msgspec.json.Encoder(),
@@ -82,15 +85,30 @@ def from_builtins(obj: Any, *, path: str = "") -> Any:
 
 
 def encode(
-    value: Any, *, format: Format = "json", path: str = "", max_depth: int | None = None
+    value: Any,
+    *,
+    format: Format = "json",
+    path: str = "",
+    max_depth: int | None = None,
+    layout: Layout = "auto",
 ) -> bytes:
     """Encode a state value to bytes in ``format`` ("json" or "msgpack").
 
-    A value nested deeper than ``max_depth`` (default: ``max_nesting_depth()``) or containing
-    itself raises ``StateNestingError``, never ``RecursionError``.
+    ``layout="auto"`` writes the typed layout when the value fits it (see ``_typed``: the
+    value as msgspec writes it, plus a schema of its exact types) and the tagged layout
+    otherwise; ``"tagged"`` always writes the tagged layout, whose bytes can be spliced into
+    other tagged bytes. ``decode`` reads both. A value nested deeper than ``max_depth``
+    (default: ``max_nesting_depth()``) or containing itself raises ``StateNestingError``,
+    never ``RecursionError``.
     """
     encoder = _encoder(format)
     limit = _limit(max_depth)
+    if layout == "auto":
+        data = encode_typed(value, encoder, format, limit)
+        if data is not None:
+            return data
+    elif layout != "tagged":
+        raise ValueError(f"unknown state layout {layout!r}; expected 'auto' or 'tagged'")
     tree = _to_tree(value, path, limit)  # the walk enforces the limit: nothing to check after
     try:
         return encoder.encode(tree)
@@ -109,6 +127,8 @@ def decode(
     ``StateEncodingError``; nesting deeper than ``max_depth`` raises ``StateNestingError``.
     """
     data = bytes(data) if type(data) is not bytes else data
+    if format in _DECODERS and is_typed(data, format):
+        return _decode_typed(data, format, path, _limit(max_depth))
     tagged = _TAG_BYTES in data or (format == "json" and b"\\u" in data)  # "\u0024type" is "$type"
     # Tagged bytes are walked anyway, and the walk checks the depth as it goes.
     tree = load_builtins(data, format=format, path=path, max_depth=max_depth,
@@ -116,6 +136,18 @@ def decode(
     if tagged:
         return walk_owned(tree, path, limit=_limit(max_depth))
     return tree
+
+
+def _decode_typed(data: bytes, format: str, path: str, limit: int) -> Any:
+    where = path or "<root>"
+    try:
+        return decode_typed(data, format, limit)
+    except RecursionError as exc:
+        raise _too_deep(path, limit, encoding=False) from exc
+    except (msgspec.DecodeError, msgspec.ValidationError, BadSchema) as exc:
+        raise StateEncodingError(
+            f"cannot decode {format} state at {where}: {exc}", path=path
+        ) from exc
 
 
 def load_builtins(

@@ -12,8 +12,9 @@ from typing import Any
 
 import msgspec
 
-from checkflow.state._codec import Format, load_builtins, walk_owned
+from checkflow.state._codec import Format, decode, load_builtins, walk_owned
 from checkflow.state._decode import make_decoder
+from checkflow.state._typed import is_typed
 
 __all__ = ["OpaqueValue", "decode_for_inspection"]
 
@@ -31,6 +32,10 @@ _walk = make_decoder(OpaqueValue)
 def decode_for_inspection(data: bytes, *, format: Format = "json") -> Any:
     """Decode like ``decode`` but keep unknown type ids as ``OpaqueValue`` placeholders.
 
-    For display only; never use it to load state that will run.
+    For display only; never use it to load state that will run. Bytes in the typed layout
+    hold no registered types (those always take the tagged layout), so they decode exactly.
     """
+    data = bytes(data)
+    if is_typed(data, format):
+        return decode(data, format=format)
     return walk_owned(load_builtins(bytes(data), format=format), "", _walk)

@@ -58,7 +58,10 @@ BUILTIN_TYPE_IDS: dict[str, str] = {
     "decimal": "decimal.Decimal",
 }
 
-_RESERVED_IDS = frozenset(BUILTIN_TYPE_IDS.values())
+#: The envelope of the typed layout (see ``_typed``), reserved like the built-in ids.
+TYPED_LAYOUT_ID = "checkflow.typed"
+
+_RESERVED_IDS = frozenset(BUILTIN_TYPE_IDS.values()) | {TYPED_LAYOUT_ID}
 _RESERVED_CLASSES: frozenset[type] = frozenset(
     {str, int, float, bool, type(None), list, dict, tuple, set, frozenset, bytes, object}
     | {datetime.datetime, datetime.date, datetime.time, datetime.timedelta}

@@ -310,7 +310,7 @@ class Runner:
     async def _commit_now(self, boundary: str) -> None:
         run, checkpoint = self._run, self._checkpoint
         metadata = {"boundary": boundary, "superstep": run.superstep, "status": run.status.value}
-        state = run.export(self._wf.type_ref)
+        state = run.export(self._wf.type_ref, checkpoint.format)
 
         def direct() -> Awaitable[CheckpointSnapshot]:
             return checkpoint.commit_snapshot(state=state, metadata=metadata)

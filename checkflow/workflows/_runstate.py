@@ -171,10 +171,11 @@ class RunState:
                 source=f"checkpoint {checkpoint_id!r}") from exc
         return run
 
-    def export(self, type_ref: Callable[[Any], str | None]) -> dict[str, Any]:
+    def export(self, type_ref: Callable[[Any], str | None], fmt: Format) -> dict[str, Any]:
         """The four buckets, referencing the live objects (the commit encodes them at once).
 
-        ``type_ref`` names a pending request's response type for storage.
+        ``type_ref`` names a pending request's response type for storage; ``fmt`` is the
+        encoding of the commit (the pending part is encoded here, see ``_pending``).
         """
         part = self._part
         return {
@@ -190,29 +191,35 @@ class RunState:
                 key: part("edge_states", key, value) for key, value in self.edges.items()},
             "messages": {
                 "input": part(*INPUT, self.inputs),
-                "pending": self._pending(type_ref),
+                "pending": self._pending(type_ref, fmt),
                 "output": part(*OUTPUT, self.outputs),
             },
         }
 
-    def _pending(self, type_ref: Callable[[Any], str | None]) -> Any:
-        """``messages.pending``: as bytes reusing the hydrated requests' bytes when it can."""
-        if self.request_bytes is not None and "$type" not in self.requests:
-            fmt, cached = self.request_bytes
-            encoded = []
-            for rid, request in self.requests.items():
-                hit = cached.get(rid)
-                if hit is not None and hit[0] is request:
-                    encoded.append((rid, hit[1]))
-                else:
-                    state = _request_to_state(request, type_ref)
-                    encoded.append((rid, encode(state, format=fmt, path=f"pending.{rid}")))
-            deliveries = encode(self.deliveries, format=fmt, path="messages.pending.messages")
-            return EncodedPart(_pending_bytes(fmt, deliveries, encoded), fmt)
-        return {
-            "messages": self.deliveries,
-            "requests": {rid: _request_to_state(r, type_ref) for rid, r in self.requests.items()},
-        }
+    def _pending(self, type_ref: Callable[[Any], str | None], fmt: Format) -> EncodedPart:
+        """``messages.pending``, always in the codec's tagged layout, so that a later run can
+        cut each waiting request's bytes out of it and reuse them (``_slice_requests``)."""
+        if "$type" in self.requests:  # the tagged layout escapes this map: encode it whole
+            whole = {"messages": self.deliveries, "requests": {
+                rid: _request_to_state(request, type_ref)
+                for rid, request in self.requests.items()}}
+            return EncodedPart(encode(whole, format=fmt, path="messages.pending",
+                                      layout="tagged"), fmt)
+        cached = self.request_bytes
+        if cached is None or cached[0] != fmt:
+            cached = (fmt, {})
+        encoded = []
+        for rid, request in self.requests.items():
+            hit = cached[1].get(rid)
+            if hit is not None and hit[0] is request:
+                encoded.append((rid, hit[1]))
+            else:
+                state = _request_to_state(request, type_ref)
+                encoded.append((rid, encode(state, format=fmt, path=f"pending.{rid}",
+                                            layout="tagged")))
+        deliveries = encode(self.deliveries, format=fmt, path="messages.pending.messages",
+                            layout="tagged")
+        return EncodedPart(_pending_bytes(fmt, deliveries, encoded), fmt)
 
     def settled_status(self) -> RunStatus:
         """RUNNING while deliveries wait, else AWAITING_RESPONSES or IDLE."""

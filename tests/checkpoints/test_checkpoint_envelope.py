@@ -61,7 +61,7 @@ async def test_an_unknown_snapshot_version_raises_unsupported_format_version(
     branched: Checkpoint,
 ) -> None:
     document = msgspec.json.decode(branched.to_bytes())
-    document["snapshots"][1]["format_version"] = 3
+    document["snapshots"][1]["format_version"] = 99
     with pytest.raises(UnsupportedFormatVersionError, match=r"backup\.json"):
         Checkpoint.from_bytes(msgspec.json.encode(document), source="backup.json")
 

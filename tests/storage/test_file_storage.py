@@ -276,7 +276,7 @@ async def test_a_snapshot_of_an_unknown_version_raises_unsupported_naming_the_fi
     await commit_chain(FileCheckpointStorage(root), make_state, 1)
     payloads, _ = scan(log_of(root).read_bytes(), source="log")
     commit = msgspec.json.decode(payloads[-1][1:])
-    commit["format_version"] = 3  # written by a future release
+    commit["format_version"] = 99  # written by a future release
     payloads[-1] = b"C" + msgspec.json.encode(commit)
     log_of(root).write_bytes(b"".join(frame(p) for p in payloads))
     with pytest.raises(UnsupportedFormatVersionError) as caught:

@@ -41,7 +41,8 @@ def asking() -> Workflow:
 def stored_pending(snapshot: Any) -> tuple[bytes, bytes]:
     """(the committed pending bytes, what encoding the decoded pending whole writes)."""
     record = snapshot.record
-    whole = codec.encode(snapshot.state["messages"]["pending"], format=record.format)
+    whole = codec.encode(snapshot.state["messages"]["pending"], format=record.format,
+                         layout="tagged")
     return record.parts["messages"]["pending"], whole
 
 
@@ -90,9 +91,9 @@ values = st.recursive(st.none() | st.integers() | st.text(max_size=5),
 def test_assembled_bytes_are_what_encoding_whole_writes(
     deliveries: list[Any], requests: dict[str, Any], fmt: str
 ) -> None:
-    whole = codec.encode({"messages": deliveries, "requests": requests}, format=fmt)  # type: ignore[arg-type]
-    pieces = [(rid, codec.encode(v, format=fmt)) for rid, v in requests.items()]  # type: ignore[arg-type]
-    assembled = _pending_bytes(fmt, codec.encode(deliveries, format=fmt), pieces)  # type: ignore[arg-type]
+    whole = codec.encode({"messages": deliveries, "requests": requests}, format=fmt, layout="tagged")  # type: ignore[arg-type]
+    pieces = [(rid, codec.encode(v, format=fmt, layout="tagged")) for rid, v in requests.items()]  # type: ignore[arg-type]
+    assembled = _pending_bytes(fmt, codec.encode(deliveries, format=fmt, layout="tagged"), pieces)  # type: ignore[arg-type]
     assert assembled == whole
 
 
@@ -112,6 +113,6 @@ async def test_a_hydrated_run_reuses_each_waiting_requests_bytes() -> None:
     assert fmt == "json"
     assert sorted(cached) == ["q-0", "q-1", "q-2"]
     assert all(cached[rid][0] is run.requests[rid] for rid in cached)
-    pending = run.export(workflow.type_ref)["messages"]["pending"]
+    pending = run.export(workflow.type_ref, "json")["messages"]["pending"]
     assert type(pending) is EncodedPart
     assert pending.data == head.record.parts["messages"]["pending"]  # type: ignore[union-attr]
