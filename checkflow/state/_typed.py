@@ -30,7 +30,7 @@ import decimal
 import math
 import typing
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import chain
 from operator import attrgetter, itemgetter
 from typing import Annotated, Any
@@ -143,12 +143,10 @@ def _uniform(t: type[Any], items: Sequence[Any], fmt: str, depth: int) -> Node:
         raise Unfit  # a registered type, a set, a subclass of a builtin, ...
     if t is datetime.datetime:
         _check_zones(items, fmt)
-    elif t is datetime.time:
-        if set(map(_tzinfo, items)) != {None}:
-            raise Unfit
-    elif t is decimal.Decimal:
-        if not all(map(decimal.Decimal.is_finite, items)):
-            raise Unfit
+    elif (t is datetime.time and set(map(_tzinfo, items)) != {None}) or (
+        t is decimal.Decimal and not all(map(decimal.Decimal.is_finite, items))
+    ):
+        raise Unfit  # aware times and non-finite decimals keep the tagged layout
     return leaf
 
 
@@ -209,16 +207,17 @@ def _mixed(types: set[type[Any]], items: Sequence[Any], fmt: str, depth: int) ->
 
 def _mappings(items: Sequence[dict[Any, Any]], fmt: str, depth: int) -> Node:
     """One ``["D", ...]`` (or ``["M", ...]``) node for many mappings, column by column."""
-    columns = _columns(items)
-    if columns is None:
+    by_name = _columns(items)
+    columns: list[Sequence[Any]]
+    if by_name is None:
         keys = set().union(*items)
         if set(map(type, keys)) - {str}:
             raise Unfit  # the tagged layout names the offending key
         names = sorted(keys)
         columns = [[d[k] for d in items if k in d] for k in names]
     else:
-        names = sorted(items[0])
-        columns = [columns[name] for name in names]
+        names = sorted(by_name)
+        columns = [by_name[name] for name in names]
     if not names:
         return ["D", {}]
     fields = {name: _infer(column, fmt, depth + 1) for name, column in zip(names, columns,
@@ -353,8 +352,8 @@ def _decoder(fmt: str, schema: bytes, limit: int) -> tuple[Callable[[Any], Any],
     if nesting_depth_exceeds(node, 2 * limit + 2):  # bounds the build's recursion below
         raise RecursionError(limit)
     try:
+        target = _build(node)  # validates the schema: then its levels can be counted
         levels = schema_levels(node)
-        target = _build(node)
         decoder = (msgspec.json.Decoder(target) if fmt == "json"
                    else msgspec.msgpack.Decoder(target))
     except (TypeError, ValueError, KeyError) as exc:

@@ -91,9 +91,12 @@ values = st.recursive(st.none() | st.integers() | st.text(max_size=5),
 def test_assembled_bytes_are_what_encoding_whole_writes(
     deliveries: list[Any], requests: dict[str, Any], fmt: str
 ) -> None:
-    whole = codec.encode({"messages": deliveries, "requests": requests}, format=fmt, layout="tagged")  # type: ignore[arg-type]
-    pieces = [(rid, codec.encode(v, format=fmt, layout="tagged")) for rid, v in requests.items()]  # type: ignore[arg-type]
-    assembled = _pending_bytes(fmt, codec.encode(deliveries, format=fmt, layout="tagged"), pieces)  # type: ignore[arg-type]
+    def tagged(value: Any) -> bytes:
+        return codec.encode(value, format=fmt, layout="tagged")  # type: ignore[arg-type]
+
+    whole = tagged({"messages": deliveries, "requests": requests})
+    pieces = [(rid, tagged(v)) for rid, v in requests.items()]
+    assembled = _pending_bytes(fmt, tagged(deliveries), pieces)  # type: ignore[arg-type]
     assert assembled == whole
 
 
