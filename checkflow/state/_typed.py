@@ -88,6 +88,15 @@ def encode_typed(
     the decoder refuse, in C, what the encoder could never have written, where bare bytes
     are checked by a Python walk.
     """
+    size = _triage(value, limit)
+    if size is not _LARGE:
+        if size is _OTHER:
+            return None  # small: the tagged walk is cheaper than inferring a schema
+        try:
+            data = encoder.encode(value)
+        except (msgspec.EncodeError, OverflowError, TypeError, ValueError, UnicodeError):
+            return None  # let the tagged layout raise its own, path-naming error
+        return None if _TAG in data else data  # a tag key: the tagged layout escapes it
     try:
         node = _infer((value,), fmt, -limit)  # depth counts up to 0: past it, unfit
     except (Unfit, RecursionError):
@@ -102,6 +111,55 @@ def encode_typed(
         return encoder.encode({TYPE_KEY: TYPED_ID, VALUE_KEY: [node, value]})
     except (msgspec.EncodeError, OverflowError, TypeError, ValueError, UnicodeError):
         return None  # let the tagged layout raise its own, path-naming error
+
+
+_PLAIN, _OTHER, _LARGE = "plain", "other", "large"
+_SMALL = 64  # items: a value with fewer takes the tagged layout unless it is plain
+
+
+def _triage(value: Any, limit: int) -> str:
+    """Whether ``value`` is small and plain, small and not plain, or large (``_SMALL`` items or
+    more), seen at the cost of one type check per item: small values skip the inference,
+    whose fixed cost is larger than the whole tagged walk of a few items."""
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return _PLAIN
+    if t is float:
+        return _PLAIN if value - value == 0.0 else _OTHER  # false for nan and +-inf
+    if t is not dict and t is not list:
+        return _OTHER
+    budget = _SMALL
+    plain = True
+    stack = [_children(value)]
+    while stack:
+        for item in stack[-1]:
+            budget -= 1
+            if budget < 0:
+                return _LARGE
+            t = type(item)
+            if t is str or t is int or t is bool or item is None:
+                continue
+            if t is float and item - item == 0.0:
+                continue
+            if (t is dict or t is list) and len(stack) < limit:
+                children = _children(item)
+                if children is not None:
+                    stack.append(children)
+                    break
+            plain = False
+        else:
+            stack.pop()
+    return _PLAIN if plain and limit >= 1 else _OTHER
+
+
+def _children(container: Any) -> Any:
+    """An iterator over a list's items or a str-keyed dict's values; None for other keys."""
+    if type(container) is list:
+        return iter(container)
+    for key in container:
+        if type(key) is not str:
+            return None
+    return iter(container.values())
 
 
 def _infer(
