@@ -37,19 +37,18 @@ def cut(data: bytes, format: str) -> list[bytes]:
     """``data`` as consecutive pieces (``b"".join(pieces) == data``), one piece if small."""
     if len(data) <= MIN_CHUNKED:
         return [data]
-    search = _BOUNDARIES[format].search
+    finditer = _BOUNDARIES[format].finditer
     crc32 = zlib.crc32
     pieces: list[bytes] = []
     start, size = 0, len(data)
     while size - start > _MIN_PIECE:
-        limit = start + _MAX_PIECE
-        match = search(data, start + _MIN_PIECE, min(limit, size))
-        while match is not None:
-            at = match.end()
-            if not crc32(data[at : at + _WINDOW]) & _MASK:
+        end = min(start + _MAX_PIECE, size)
+        at = end
+        for match in finditer(data, start + _MIN_PIECE, end):
+            boundary = match.end()
+            if not crc32(data[boundary : boundary + _WINDOW]) & _MASK:
+                at = boundary
                 break
-            match = search(data, at, min(limit, size))
-        at = match.end() if match is not None else min(limit, size)
         if at >= size:
             break
         pieces.append(data[start:at])

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import threading
@@ -62,8 +61,13 @@ logger = logging.getLogger("checkflow.storage")
 _LOCKS: LoopLocks[tuple[str, str]] = LoopLocks()
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+def _address(data: bytes, fmt: str) -> tuple[str, list[tuple[str, bytes]]]:
+    """A part's address and its pieces with theirs, hashing each byte once (see ``_log``)."""
+    pieces = _chunks.cut(data, fmt)
+    if len(pieces) == 1:
+        return _log.content_digest(data), [("", data)]
+    addressed = [(_log.content_digest(piece), piece) for piece in pieces]
+    return _log.pieces_digest([d for d, _ in addressed]), addressed
 
 
 class _IndexCache:
@@ -269,7 +273,7 @@ class FileCheckpointStorage:
         """Append the parts the log lacks, the part list and the header; fsync; index them."""
         fmt = index.format
         refs: dict[str, dict[str, str]] = {}
-        new: dict[str, bytes] = {}
+        new: dict[str, list[tuple[str, bytes]]] = {}
         recent: dict[tuple[str, str], tuple[bytes, str]] = {}
         for bucket, values in record.parts.items():
             bucket_refs = refs[bucket] = {}
@@ -277,12 +281,14 @@ class FileCheckpointStorage:
                 data = EncodedPart(data, record.format).reencoded(fmt)  # type: ignore[arg-type]
                 previous = index.recent.get((bucket, key))
                 # Comparing with the previous snapshot's bytes is far cheaper than hashing them.
-                digest = previous[1] if previous is not None and previous[0] == data else (
-                    _digest(data))
+                if previous is not None and previous[0] == data:
+                    digest = previous[1]
+                else:
+                    digest, pieces = _address(data, fmt)
+                    if digest not in index.blobs and digest not in index.memory:
+                        new.setdefault(digest, pieces)
                 bucket_refs[key] = digest
                 recent[(bucket, key)] = (data, digest)
-                if digest not in index.blobs and digest not in index.memory:
-                    new.setdefault(digest, data)
         header = _log.CommitHeader(**record.header(), workflow_name=identity[0],
                                    graph_signature_hash=identity[1])
         stored: list[tuple[str, bytes]] = []  # (digest, B or T payload) in writing order
@@ -291,8 +297,8 @@ class FileCheckpointStorage:
         def known(digest: str) -> bool:
             return digest in seen or digest in index.blobs or digest in index.memory
 
-        for digest, data in new.items():
-            stored += _part_payloads(digest, data, fmt, known, seen)
+        for digest, pieces in new.items():
+            stored += _part_payloads(digest, pieces, known, seen)
         payloads = [p for _, p in stored]
         payloads += [_log.refs_payload(refs, fmt), _log.commit_payload(header, fmt)]
         frames = [_log.frame(p) for p in payloads]
@@ -461,10 +467,11 @@ class FileCheckpointStorage:
                 for bucket, values in parts.items():
                     refs[bucket] = {}
                     for key, data in values.items():
-                        digest = refs[bucket][key] = _digest(data)
+                        digest, pieces = _address(data, fmt)
+                        refs[bucket][key] = digest
                         if digest not in written:
                             chunks += (_log.frame(p) for _, p in _part_payloads(
-                                digest, data, fmt, written.__contains__, written))
+                                digest, pieces, written.__contains__, written))
                 chunks.append(_log.frame(_log.refs_payload(refs, fmt)))
                 chunks.append(_log.frame(_log.commit_payload(entry.header, fmt)))
         finally:
@@ -518,26 +525,22 @@ class FileCheckpointStorage:
 
 
 def _part_payloads(
-    digest: str, data: bytes, fmt: str, known: Callable[[str], bool], seen: set[str]
+    digest: str, pieces: list[tuple[str, bytes]], known: Callable[[str], bool], seen: set[str]
 ) -> list[tuple[str, bytes]]:
-    """The ``B`` (and, for a big part, ``T``) records storing ``data`` as ``digest``.
+    """The ``B`` (and, for a big part, ``T``) records storing a part (see ``_address``).
 
     Pieces the log already holds (``known``) are not written again; ``seen`` collects every
     hash written, so one commit never writes a piece twice.
     """
-    pieces = _chunks.cut(data, fmt)
     seen.add(digest)
     if len(pieces) == 1:
-        return [(digest, _log.blob_payload(digest, data))]
+        return [(digest, _log.blob_payload(digest, pieces[0][1]))]
     out: list[tuple[str, bytes]] = []
-    hashes = []
-    for piece in pieces:
-        piece_digest = _digest(piece)
-        hashes.append(piece_digest)
+    for piece_digest, piece in pieces:
         if not known(piece_digest):
             seen.add(piece_digest)
             out.append((piece_digest, _log.blob_payload(piece_digest, piece)))
-    out.append((digest, _log.pieces_payload(digest, hashes)))
+    out.append((digest, _log.pieces_payload(digest, [d for d, _ in pieces])))
     return out
 
 

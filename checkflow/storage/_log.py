@@ -21,6 +21,7 @@ part bytes inline. This module never opens files or locks.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 import zlib
@@ -125,6 +126,26 @@ _PRUNE_DECODERS: dict[str, Any] = {
     "json": msgspec.json.Decoder(list[str]),
     "msgpack": msgspec.msgpack.Decoder(list[str]),
 }
+
+
+def content_digest(data: bytes) -> str:
+    """The address of a part stored whole, or of one piece: SHA-256 of the bytes, cut to 128
+    bits (hardware-accelerated on current CPUs: twice BLAKE2b's speed in hashlib here). An
+    address of content, never a defence against a chosen clash."""
+    return hashlib.sha256(data).hexdigest()[:DIGEST_SIZE]
+
+
+def pieces_digest(piece_digests: list[str]) -> str:
+    """The address of a part stored as pieces: the hash of its pieces' addresses (the cut
+    depends only on the bytes, so equal parts still get equal addresses)."""
+    return content_digest(b"T" + "".join(piece_digests).encode("ascii"))
+
+
+def addresses(digest: str, data: bytes, piece_digests: list[str] | None) -> bool:
+    """Whether ``digest`` is the address of ``data`` (stored as ``piece_digests``, if cut):
+    by the rule above, or by the BLAKE2b of the whole bytes that logs before it used."""
+    expected = content_digest(data) if piece_digests is None else pieces_digest(piece_digests)
+    return digest == expected or hashlib.blake2b(data, digest_size=16).hexdigest() == digest
 
 
 def blob_payload(digest: str, data: bytes) -> bytes:
