@@ -61,13 +61,31 @@ logger = logging.getLogger("checkflow.storage")
 _LOCKS: LoopLocks[tuple[str, str]] = LoopLocks()
 
 
-def _address(data: bytes, fmt: str) -> tuple[str, list[tuple[str, bytes]]]:
-    """A part's address and its pieces with theirs, hashing each byte once (see ``_log``)."""
-    pieces = _chunks.cut(data, fmt)
-    if len(pieces) == 1:
-        return _log.content_digest(data), [("", data)]
-    addressed = [(_log.content_digest(piece), piece) for piece in pieces]
-    return _log.pieces_digest([d for d, _ in addressed]), addressed
+def _address(
+    data: bytes, fmt: str, previous: _index.Recent | None
+) -> tuple[str, _index.Pieces]:
+    """A part's address and its pieces with theirs, hashing each byte once (see ``_log``).
+
+    With ``previous`` (the part this instance last committed in the same place) the pieces
+    both share are neither cut nor hashed again (``_chunks.recut``).
+    """
+    digest = _log.content_digest
+    old: _index.Pieces = previous[2] if previous is not None else []
+    if len(old) < 2 or previous is None:
+        ends, kept, tail = _chunks.cut_ends(data, fmt), 0, 0
+    else:
+        ends, kept, tail = _chunks.recut(data, fmt, previous[0], [end for _, _, end in old])
+    if len(ends) == 1:
+        return digest(data), [("", 0, len(data))]
+    pieces: _index.Pieces = []
+    start = 0
+    for n, end in enumerate(ends[: len(ends) - tail]):
+        pieces.append((old[n][0] if n < kept else digest(data[start:end]), start, end))
+        start = end
+    if tail:
+        shift = len(data) - old[-1][2]
+        pieces += [(d, begin + shift, end + shift) for d, begin, end in old[-tail:]]
+    return _log.pieces_digest([d for d, _, _ in pieces]), pieces
 
 
 class _IndexCache:
@@ -273,8 +291,8 @@ class FileCheckpointStorage:
         """Append the parts the log lacks, the part list and the header; fsync; index them."""
         fmt = index.format
         refs: dict[str, dict[str, str]] = {}
-        new: dict[str, list[tuple[str, bytes]]] = {}
-        recent: dict[tuple[str, str], tuple[bytes, str]] = {}
+        new: dict[str, tuple[bytes, _index.Pieces]] = {}
+        recent: dict[tuple[str, str], _index.Recent] = {}
         for bucket, values in record.parts.items():
             bucket_refs = refs[bucket] = {}
             for key, data in values.items():
@@ -282,13 +300,13 @@ class FileCheckpointStorage:
                 previous = index.recent.get((bucket, key))
                 # Comparing with the previous snapshot's bytes is far cheaper than hashing them.
                 if previous is not None and previous[0] == data:
-                    digest = previous[1]
+                    digest, pieces = previous[1], previous[2]
                 else:
-                    digest, pieces = _address(data, fmt)
+                    digest, pieces = _address(data, fmt, previous)
                     if digest not in index.blobs and digest not in index.memory:
-                        new.setdefault(digest, pieces)
+                        new.setdefault(digest, (data, pieces))
                 bucket_refs[key] = digest
-                recent[(bucket, key)] = (data, digest)
+                recent[(bucket, key)] = (data, digest, pieces)
         header = _log.CommitHeader(**record.header(), workflow_name=identity[0],
                                    graph_signature_hash=identity[1])
         stored: list[tuple[str, bytes]] = []  # (digest, B or T payload) in writing order
@@ -297,8 +315,8 @@ class FileCheckpointStorage:
         def known(digest: str) -> bool:
             return digest in seen or digest in index.blobs or digest in index.memory
 
-        for digest, pieces in new.items():
-            stored += _part_payloads(digest, pieces, known, seen)
+        for digest, (data, pieces) in new.items():
+            stored += _part_payloads(digest, data, pieces, known, seen)
         payloads = [p for _, p in stored]
         payloads += [_log.refs_payload(refs, fmt), _log.commit_payload(header, fmt)]
         frames = [_log.frame(p) for p in payloads]
@@ -467,11 +485,11 @@ class FileCheckpointStorage:
                 for bucket, values in parts.items():
                     refs[bucket] = {}
                     for key, data in values.items():
-                        digest, pieces = _address(data, fmt)
+                        digest, pieces = _address(data, fmt, None)
                         refs[bucket][key] = digest
                         if digest not in written:
                             chunks += (_log.frame(p) for _, p in _part_payloads(
-                                digest, pieces, written.__contains__, written))
+                                digest, data, pieces, written.__contains__, written))
                 chunks.append(_log.frame(_log.refs_payload(refs, fmt)))
                 chunks.append(_log.frame(_log.commit_payload(entry.header, fmt)))
         finally:
@@ -525,22 +543,26 @@ class FileCheckpointStorage:
 
 
 def _part_payloads(
-    digest: str, pieces: list[tuple[str, bytes]], known: Callable[[str], bool], seen: set[str]
+    digest: str,
+    data: bytes,
+    pieces: _index.Pieces,
+    known: Callable[[str], bool],
+    seen: set[str],
 ) -> list[tuple[str, bytes]]:
-    """The ``B`` (and, for a big part, ``T``) records storing a part (see ``_address``).
+    """The ``B`` (and, for a big part, ``T``) records storing ``data`` (see ``_address``).
 
     Pieces the log already holds (``known``) are not written again; ``seen`` collects every
     hash written, so one commit never writes a piece twice.
     """
     seen.add(digest)
     if len(pieces) == 1:
-        return [(digest, _log.blob_payload(digest, pieces[0][1]))]
+        return [(digest, _log.blob_payload(digest, data))]
     out: list[tuple[str, bytes]] = []
-    for piece_digest, piece in pieces:
+    for piece_digest, start, end in pieces:
         if not known(piece_digest):
             seen.add(piece_digest)
-            out.append((piece_digest, _log.blob_payload(piece_digest, piece)))
-    out.append((digest, _log.pieces_payload(digest, [d for d, _ in pieces])))
+            out.append((piece_digest, _log.blob_payload(piece_digest, data[start:end])))
+    out.append((digest, _log.pieces_payload(digest, [d for d, _, _ in pieces])))
     return out
 
 

@@ -25,6 +25,11 @@ _PEEK = _log.HEAD_SIZE + 1 + _log.DIGEST_SIZE  # frame header, kind, a blob's di
 _END = len(_log.END)
 
 
+Pieces = list[tuple[str, int, int]]
+"""A part's pieces as (address, start, end) in its bytes."""
+Recent = tuple[bytes, str, Pieces]
+
+
 @dataclass
 class Entry:
     """One committed snapshot: its header and where its part hashes are (or the hashes)."""
@@ -53,7 +58,9 @@ class Index:
     pruned: set[str] = field(default_factory=set)
     header_pruned: list[str] = field(default_factory=list)
     torn: int = 0  # bytes past ``end`` when last scanned
-    recent: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)
+    # (bucket, key) -> the bytes, address and pieces (see _file._address) of the part this
+    # instance last committed there: an unchanged part is not hashed, a changed one is recut
+    recent: dict[tuple[str, str], Recent] = field(default_factory=dict)
 
     @property
     def head(self) -> str | None:

@@ -72,3 +72,40 @@ async def test_a_growing_part_writes_a_small_fraction_of_itself_per_commit(
     assert len(loaded.snapshots[0].state["workflow_state"]["waiting"]) == 2000
     (report,) = await FileCheckpointStorage(tmp_path).verify("c")
     assert report.ok, report
+
+
+edits = st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 40), st.binary(max_size=60)),
+                 max_size=3)
+
+
+@given(n=st.integers(10, 3000), edit=edits, seed=st.integers(0, 3),
+       fmt=st.sampled_from(["json", "msgpack"]))
+def test_a_part_recut_from_its_previous_version_gets_the_same_pieces_and_address(
+    n: int, edit: list[tuple[int, int, bytes]], seed: int, fmt: str
+) -> None:
+    from checkflow.storage._chunks import cut_ends, recut
+    from checkflow.storage._file import _address
+
+    before = codec.encode(list(requests(n, seed).items()), format=fmt)  # type: ignore[arg-type]
+    after = bytearray(before)
+    for at, length, replacement in edit:  # arbitrary byte edits, anywhere
+        at = at % (len(after) + 1)
+        after[at : at + length] = replacement
+    data = bytes(after)
+    ends, kept, tail = recut(data, fmt, before, cut_ends(before, fmt))
+    assert ends == cut_ends(data, fmt)
+    assert kept + tail <= len(ends)
+    previous = (before, *_address(before, fmt, None))
+    assert _address(data, fmt, previous) == _address(data, fmt, None)
+
+
+def test_one_changed_element_recuts_only_the_pieces_around_it() -> None:
+    from checkflow.storage._chunks import cut_ends, recut
+
+    many = requests(3000)
+    before = codec.encode(many)
+    changed = dict(many)
+    changed[list(many)[1500]] = {"asks": "changed", "n": -1}
+    ends, kept, tail = recut(codec.encode(changed), "json", before, cut_ends(before, "json"))
+    assert len(ends) > 20
+    assert len(ends) - kept - tail <= 4
