@@ -4,7 +4,7 @@ This module only re-exports. The codec knows no storage, session or workflow and
 import one; it never falls back to pickle or to a silent default for an unknown type.
 """
 
-from checkflow.state._codec import Format, decode, encode, from_builtins, to_builtins
+from checkflow.state._codec import Format, Layout, decode, encode, from_builtins, to_builtins
 from checkflow.state._depth import (
     DEFAULT_MAX_NESTING_DEPTH,
     max_nesting_depth,
@@ -22,6 +22,7 @@ from checkflow.state._registry import (
 __all__ = [
     "DEFAULT_MAX_NESTING_DEPTH",
     "Format",
+    "Layout",
     "OpaqueValue",
     "decode",
     "decode_for_inspection",

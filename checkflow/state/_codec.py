@@ -1,7 +1,9 @@
 """The public codec: state values <-> bytes (JSON or MessagePack) and <-> msgspec-native data.
 
-One model, two formats: ``to_builtins`` produces the tagged tree and msgspec writes it, so
-``encode(v) == msgspec.json.encode(to_builtins(v))``. Encoders and decoders are module-level
+One model, two formats, two layouts: ``to_builtins`` produces the tagged tree and msgspec
+writes it (``encode(v, layout="tagged") == msgspec.json.encode(to_builtins(v))``); the typed
+layout (``_typed``), written when the value fits it, is the value as msgspec writes it plus a
+schema of its exact types. ``decode`` reads both. Encoders and decoders are module-level
 msgspec instances, built once. This module must never decode with the inspection walker: a
 load path that meets an unknown type id fails loudly.
 """

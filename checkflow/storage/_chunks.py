@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Iterator
 
 __all__ = ["MIN_CHUNKED", "cut", "cut_ends", "recut"]
 
@@ -68,7 +69,7 @@ def recut(
     shift = size - len(previous)
     previous_starts = {end + shift: n for n, end in enumerate(previous_ends[:-1], start=1)}
     ends = previous_ends[:kept]
-    for end in _ends(data, format, start):
+    for end in _iter_ends(data, format, start):
         if end >= size:
             ends.append(end)
             break
@@ -82,12 +83,17 @@ def recut(
 
 def _ends(data: bytes, format: str, start: int) -> list[int]:
     """Where the pieces of ``data`` from ``start`` (a cut, or 0) end, the last at its end."""
+    return list(_iter_ends(data, format, start))
+
+
+def _iter_ends(data: bytes, format: str, start: int) -> Iterator[int]:
+    """``_ends`` one piece at a time, so that ``recut`` can stop once it is in step."""
     size = len(data)
     if size <= MIN_CHUNKED:
-        return [size]
+        yield size
+        return
     finditer = _BOUNDARIES[format].finditer
     crc32 = zlib.crc32
-    ends: list[int] = []
     while size - start > _MIN_PIECE:
         end = min(start + _MAX_PIECE, size)
         at = end
@@ -98,10 +104,9 @@ def _ends(data: bytes, format: str, start: int) -> list[int]:
                 break
         if at >= size:
             break
-        ends.append(at)
+        yield at
         start = at
-    ends.append(size)
-    return ends
+    yield size
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
