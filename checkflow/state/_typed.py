@@ -9,7 +9,9 @@ column, with ``map``/``zip``/``set`` doing the per-item work in C; msgspec then 
 as it is and, on the way back, decodes it straight into the exact types from a msgspec type
 built from the schema (and cached). The bytes are::
 
-    {"$type": "checkflow.typed", "$value": [schema, value]}
+    {"$type": "checkflow.typed", "$value": [len(schema), schema, value]}
+
+(the schema's length lets the decoder cut out the schema and the value without parsing).
 
 A value the schema cannot express exactly (a registered type, a set, an int beyond 64 bits, a
 non-finite float, a non-str key, a subclass of a builtin, an offset the format would round, a
@@ -108,7 +110,9 @@ def encode_typed(
             data = encoder.encode(value)
             if _TAG not in data and (fmt == "json" or len(data) < _BARE_MSGPACK):
                 return data
-        return encoder.encode({TYPE_KEY: TYPED_ID, VALUE_KEY: [node, value]})
+        schema = encoder.encode(node)
+        return encoder.encode(
+            {TYPE_KEY: TYPED_ID, VALUE_KEY: [len(schema), msgspec.Raw(schema), value]})
     except (msgspec.EncodeError, OverflowError, TypeError, ValueError, UnicodeError):
         return None  # let the tagged layout raise its own, path-naming error
 
@@ -355,11 +359,6 @@ _LEAF_TYPES: dict[str, Any] = {"s": _SCALAR, "n": None} | {
 }
 
 
-class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
-    kind: str = msgspec.field(name=TYPE_KEY)
-    body: tuple[msgspec.Raw, msgspec.Raw] = msgspec.field(name=VALUE_KEY)
-
-
 def _prefix(encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder, null: bytes) -> bytes:
     whole = encoder.encode({TYPE_KEY: TYPED_ID, VALUE_KEY: None})
     return whole[: whole.rindex(null)]
@@ -368,10 +367,6 @@ def _prefix(encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder, null: bytes
 _JSON = msgspec.json.Encoder()
 _MSGPACK = msgspec.msgpack.Encoder()
 _PREFIXES = {"json": _prefix(_JSON, b"null"), "msgpack": _prefix(_MSGPACK, b"\xc0")}
-_ENVELOPES: dict[str, Callable[[bytes], _Envelope]] = {
-    "json": msgspec.json.Decoder(_Envelope).decode,
-    "msgpack": msgspec.msgpack.Decoder(_Envelope).decode,
-}
 _SCHEMAS: dict[str, Callable[[Any], Any]] = {
     "json": msgspec.json.Decoder().decode,
     "msgpack": msgspec.msgpack.Decoder().decode,
@@ -389,11 +384,12 @@ def is_typed(data: bytes, fmt: str) -> bool:
 def decode_typed(data: bytes, fmt: str, limit: int) -> Any:
     """Decode typed-layout bytes; raises ``BadSchema``, ``msgspec.DecodeError`` or
     ``msgspec.ValidationError`` (naming the path), or ``RecursionError`` past ``limit``."""
-    envelope = _ENVELOPES[fmt](data)
-    if envelope.kind != TYPED_ID:
-        raise BadSchema(f"an envelope of type {envelope.kind!r}")
-    schema, body = envelope.body
-    key = (fmt, bytes(schema))
+    found = _split(data, fmt)
+    if found is None:
+        raise BadSchema("a typed envelope this codec never writes (the schema's length, the "
+                        "schema and the value, in that order and nothing else)")
+    key = (fmt, found[0])
+    body = found[1]
     cached = _decoders.get(key)
     if cached is None:
         cached = _decoder(fmt, key[1], limit)
@@ -401,6 +397,42 @@ def decode_typed(data: bytes, fmt: str, limit: int) -> Any:
     if levels > limit:
         raise RecursionError(levels)
     return decode(body)
+
+
+def _split(data: bytes, fmt: str) -> tuple[bytes, memoryview] | None:
+    """The schema and the body of typed bytes as ``encode_typed`` writes them, found without
+    parsing the body: the envelope says how long the schema is. None if not so written."""
+    at = len(_PREFIXES[fmt])
+    if fmt == "json":
+        if data[at : at + 1] != b"[":
+            return None
+        at += 1
+        comma = data.find(b",", at, at + 12)
+        digits = data[at:comma]
+        if comma < 0 or not digits.isdigit() or data[-2:] != b"]}":
+            return None
+        start = comma + 1
+        end = start + int(digits)
+        if data[end : end + 1] != b",":
+            return None
+        return data[start:end], memoryview(data)[end + 1 : -2]
+    # MessagePack: a three-item array: the schema's length, the schema, the body
+    if data[at : at + 1] == b"\x93" and len(data) > at + 1:
+        marker = data[at + 1]
+        if marker < 0x80:  # a positive fixint
+            start, size = at + 2, marker
+        elif marker in _MSGPACK_UINTS:
+            width = _MSGPACK_UINTS[marker]
+            start, size = at + 2 + width, int.from_bytes(data[at + 2 : at + 2 + width], "big")
+        else:
+            return None
+        end = start + size
+        if end <= len(data):
+            return data[start:end], memoryview(data)[end:]
+    return None
+
+
+_MSGPACK_UINTS = {0xCC: 1, 0xCD: 2, 0xCE: 4}
 
 
 def _decoder(fmt: str, schema: bytes, limit: int) -> tuple[Callable[[Any], Any], int]:

@@ -161,9 +161,12 @@ def test_errors_still_name_the_path() -> None:
         state.encode({"notes": [{1: 2}]})
 
 
-def envelope(schema: Any, value: Any, fmt: str = "json") -> bytes:
+def envelope(schema: Any, value: Any, fmt: str = "json", *, length: int | None = None) -> bytes:
+    """Typed-layout bytes as the encoder writes them: the schema's length, schema, value."""
     encoder = msgspec.json if fmt == "json" else msgspec.msgpack
-    return encoder.encode({"$type": "checkflow.typed", "$value": [schema, value]})
+    raw = encoder.encode(schema)
+    size = len(raw) if length is None else length
+    return encoder.encode({"$type": "checkflow.typed", "$value": [size, msgspec.Raw(raw), value]})
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -184,11 +187,23 @@ def test_bytes_the_encoder_never_writes_are_refused_by_name(
 
 
 def test_a_typed_envelope_of_the_wrong_shape_is_refused() -> None:
-    data = b'{"$type":"checkflow.typed","$value":[["l","s"]]}'
-    with pytest.raises(StateEncodingError):
-        state.decode(data)
-    with pytest.raises(StateEncodingError):
-        state.decode(b'{"$type":"checkflow.typed","$value":[["l","s"],[1]],"x":1}')
+    for data in (
+        b'{"$type":"checkflow.typed","$value":[["l","s"]]}',
+        b'{"$type":"checkflow.typed","$value":[8,["l","s"],[1]],"x":1}',
+        b'{"$type":"checkflow.typed","$value":[8,["l","s"]]}',
+        b'{"$type":"checkflow.typed","$value":[',
+        b'{"$type":"checkflow.typed","$value":[99999,["l","s"],[1]]}',
+    ):
+        with pytest.raises(StateEncodingError):
+            state.decode(data)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_schema_length_that_lies_is_refused(fmt: str) -> None:
+    for length in (0, 3, 7, 10_000):
+        with pytest.raises(StateEncodingError):
+            state.decode(envelope(["l", "dt"], ["2026-01-01T00:00:00Z"], fmt, length=length),
+                         format=fmt)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
