@@ -26,6 +26,11 @@ Run it:
 
     .venv/bin/python bench/engine.py [--quick] [--no-peers]
 
+``--before DIR`` times checkflow only, from this tree and from another source tree (a
+``git worktree`` of the base commit) alternately, ``--rounds`` times each, in fresh processes
+(this harness, either package first on ``PYTHONPATH``), and prints the medians side by side
+with the load average of each round: before/after figures taken under the same machine load.
+
 The peers live ONLY in a separate venv (never in .venv), set up once with:
 
     python3 -m venv .venv-bench
@@ -42,8 +47,10 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -308,13 +315,53 @@ def touch_floor(payload: Any, rounds: int = 50) -> str:
             f"{write * 1e6:,.0f} µs = {(encode + write) * 1e6:,.0f} µs")
 
 
+def measure_in(tree: Path, quick: bool) -> Figures:
+    """This harness's checkflow figures in a fresh process, with ``tree``'s package first."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT / "bench")])}
+    argv = [sys.executable, str(Path(__file__).resolve()), "--emit-json"]
+    out = subprocess.run([*argv, *(["--quick"] if quick else [])], env=env, cwd=tree,
+                         check=True, capture_output=True, text=True, timeout=1800).stdout
+    figures: Figures = json.loads(out.splitlines()[-1])
+    return figures
+
+
+def before_and_after(before: Path, rounds: int, quick: bool) -> str:
+    """The figures of ``before`` and of this tree, measured alternately, as a table."""
+    runs: dict[str, list[Figures]] = {"before": [], "after": []}
+    loads = []
+    for _ in range(rounds):
+        for name, tree in (("before", before), ("after", ROOT)):
+            runs[name].append(measure_in(tree, quick))
+        loads.append(f"{os.getloadavg()[0]:.2f}")
+    lines = [f"load per round: {', '.join(loads)}; medians of {rounds} rounds",
+             "figure".ljust(28) + "before".rjust(12) + "after".rjust(12) + "after/before".rjust(14)]
+    for key in runs["after"][0]:
+        values = {name: [f[key] for f in found if f.get(key) is not None]
+                  for name, found in runs.items()}
+        if not values["before"] or not values["after"]:
+            continue
+        old, new = statistics.median(values["before"]), statistics.median(values["after"])
+        lines.append(f"{key:28}{old:12,.1f}{new:12,.1f}{new / old:13.2f}x")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="loops divided by ten, one pass")
     parser.add_argument("--no-peers", action="store_true", help="time checkflow only")
+    parser.add_argument("--before", type=Path, metavar="DIR",
+                        help="also time the checkflow source tree in DIR, alternately")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds for --before")
+    parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.before is not None:
+        print(before_and_after(args.before.resolve(), args.rounds, args.quick))
+        return
     sizes = Sizes.for_pass(quick=args.quick)
     ours = asyncio.run(measure_checkflow(sizes))
+    if args.emit_json:
+        print(json.dumps(ours))
+        return
     peers = {} if args.no_peers else measure_peers(args.quick)
     versions = ", ".join(f"{k} {v}" for k, v in peer_versions().items())
     print(f"load {os.getloadavg()[0]:.2f}" + (f"; {versions}" if versions else ""))
