@@ -70,6 +70,8 @@ def _address(
     both share are neither cut nor hashed again (``_chunks.recut``).
     """
     digest = _log.content_digest
+    if len(data) <= _chunks.MIN_CHUNKED:  # most parts: stored whole
+        return digest(data), [("", 0, len(data))]
     old: _index.Pieces = previous[2] if previous is not None else []
     if len(old) < 2 or previous is None:
         ends, kept, tail = _chunks.cut_ends(data, fmt), 0, 0
