@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -34,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -103,6 +105,9 @@ def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
         process.kill()
         raise SystemExit(f"server did not start: {banner}{process.stdout.read()}")
     port = int(banner.split(" on http://", 1)[1].split()[0].rsplit(":", 1)[1].rstrip("/"))
+    # Drain what the server goes on printing (the access log is on as shipped): a full pipe
+    # would block the server's event loop.
+    threading.Thread(target=collections.deque, args=(process.stdout, 0), daemon=True).start()
     try:
         yield process.pid, port
     finally:
