@@ -163,10 +163,8 @@ class FileSessionStore:
         try:
             return self._write_locked(session_id, encoded, expected_version, create, durable)
         except FileNotFoundError:
-            if self.root.is_dir():
-                raise
-        # The store's first write (or its folder was removed): nothing was written yet.
-        self.root.mkdir(parents=True, exist_ok=True)
+            pass  # the store's first write (or its folder was removed): nothing was written
+        self.root.mkdir(parents=True, exist_ok=True)  # (another thread may have made it now)
         return self._write_locked(session_id, encoded, expected_version, create, durable)
 
     def _write_locked(
