@@ -14,8 +14,9 @@ and alternates it with this one round by round; the table shows medians over ``-
 rounds, and the load average is printed per round (the machine may be shared).
 ``--standard DIR`` adds rows served on uvicorn's ``standard`` stack (uvloop, httptools) from a
 folder they are installed in (``pip install --target DIR uvloop httptools``): uvicorn picks
-httptools up by itself when importable; uvloop is installed as the event loop policy first,
-as ``serve`` would have to do (it runs its own ``asyncio.run``). ``--cosmos`` adds ``cosmos:``
+httptools up by itself when importable (the bare server; ``serve``'s connection-bounding
+protocol is h11's), and ``serve`` runs on uvloop (``--loop uvloop``; every other row pins
+``--loop asyncio`` through ``CHECKFLOW_LOOP``). ``--cosmos`` adds ``cosmos:``
 rows against the local emulator (``tests/cosmos_emulator.py``; pinned to the load generator's
 core; loopback figures, not a real account).
 Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -34,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -88,12 +91,14 @@ def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
     else:
         argv = ["-m", "checkflow", "serve", "agui_flows:approval", "--port", "0",
                 "--storage", storage]
-    if extra_path:  # uvloop as the loop of the server's asyncio.run
-        run = (f"runpy.run_path({argv[0]!r}, run_name='__main__')" if kind == "bare" else
-               "runpy.run_module('checkflow', run_name='__main__', alter_sys=True)")
+    # serve picks its loop itself (--loop, read from CHECKFLOW_LOOP; a tree older than the
+    # option ignores it and runs on asyncio's loop): asyncio's unless the row is uvloop's.
+    env["CHECKFLOW_LOOP"] = "uvloop" if extra_path else "asyncio"
+    if extra_path and kind == "bare":  # uvloop as the loop of the bare server's asyncio.run
         argv = ["-c", "import asyncio, runpy, sys, uvloop; "
                 "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
-                f"sys.argv[1:] = {argv[1 if kind == 'bare' else 2:]!r}; {run}"]
+                f"sys.argv[1:] = {argv[1:]!r}; "
+                f"runpy.run_path({argv[0]!r}, run_name='__main__')"]
     argv = [sys.executable, *argv]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, env=env, cwd=tree, preexec_fn=_pin_to_server_core)
@@ -103,6 +108,9 @@ def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
         process.kill()
         raise SystemExit(f"server did not start: {banner}{process.stdout.read()}")
     port = int(banner.split(" on http://", 1)[1].split()[0].rsplit(":", 1)[1].rstrip("/"))
+    # Drain what the server goes on printing (the access log is on as shipped): a full pipe
+    # would block the server's event loop.
+    threading.Thread(target=collections.deque, args=(process.stdout, 0), daemon=True).start()
     try:
         yield process.pid, port
     finally:

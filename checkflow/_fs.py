@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import os
 import struct
@@ -33,6 +34,7 @@ __all__ = [
 K = TypeVar("K", bound=Hashable)
 
 
+@functools.lru_cache(maxsize=4096)  # a turn names its conversation's files several times
 def safe_name(identifier: str) -> str:
     """Map any id (``../x``, ``a/b``, ``CON``, 300 characters, ...) to a safe, fixed-size name.
 
@@ -62,10 +64,13 @@ def atomic_write(path: Path, data: bytes, *, sync_directory: bool = True) -> Non
     directory = path.parent
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -194,7 +199,10 @@ class LoopLocks(Generic[K]):
 
     def __call__(self, key: K) -> asyncio.Lock:
         """The running loop's lock for ``key``."""
-        table = self._tables.setdefault(asyncio.get_running_loop(), weakref.WeakValueDictionary())
+        loop = asyncio.get_running_loop()
+        table = self._tables.get(loop)
+        if table is None:
+            table = self._tables[loop] = weakref.WeakValueDictionary()
         lock = table.get(key)
         if lock is None:
             lock = table[key] = asyncio.Lock()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 
 __all__ = ["new_snapshot_id"]
 
@@ -34,4 +33,5 @@ def new_snapshot_id() -> str:
         ms, counter = _last_ms, _counter
     rand = int.from_bytes(os.urandom(8)) & 0x3FFF_FFFF_FFFF_FFFF
     value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"  # str(uuid.UUID(int=value)), without building the UUID object
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

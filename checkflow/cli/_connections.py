@@ -37,15 +37,21 @@ def bounded_protocol(header_timeout: float) -> type[asyncio.Protocol]:
     """An h11 protocol class that closes connections slower than ``header_timeout``."""
 
     class HeaderDeadlineProtocol(H11Protocol):
+        # One timer per connection, moved on lazily: a response only sets ``_due``, and the
+        # timer, when it fires early, waits for the later deadline (no timer per request).
         _deadline: asyncio.TimerHandle | None = None
+        _due = 0.0
 
         def _arm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-            self._deadline = self.loop.call_later(header_timeout, self._expire)
+            self._due = self.loop.time() + header_timeout
+            if self._deadline is None:
+                self._deadline = self.loop.call_at(self._due, self._expire)
 
         def _expire(self) -> None:
             self._deadline = None
+            if self.loop.time() < self._due:  # a response since: the head has until then
+                self._deadline = self.loop.call_at(self._due, self._expire)
+                return
             waiting = self.conn.their_state is h11.IDLE  # no whole request head yet
             if waiting and not self.transport.is_closing():
                 self.transport.close()

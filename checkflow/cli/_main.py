@@ -242,13 +242,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             options = serve_options(args)
             try:
-                from checkflow.cli._serve import serve  # needs uvicorn: only serve pays for it
+                from checkflow.cli._serve import run_serve  # needs uvicorn: only serve pays
             except ModuleNotFoundError as exc:
                 if exc.name not in ("uvicorn", "starlette"):
                     raise
                 raise ImportError(f"serve needs {exc.name}: pip install 'checkflow[hosting]'"
                                   ) from exc
-            asyncio.run(serve(args.target, options))
+            run_serve(args.target, options)
             return 0
         if args.command == MIGRATE:
             return asyncio.run(run_migrate(args))

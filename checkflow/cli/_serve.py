@@ -14,7 +14,7 @@ import inspect
 import os
 import socket
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import uvicorn
@@ -31,7 +31,7 @@ from checkflow.cli._storage_url import open_storage
 from checkflow.hosting import Adapter, AgentHost, Host, WorkflowHost, create_app
 from checkflow.workflows import Interceptor
 
-__all__ = ["load_object", "serve", "server_config"]
+__all__ = ["event_loop", "load_object", "run_serve", "serve", "server_config"]
 
 
 def load_object(spec: str) -> Any:
@@ -81,10 +81,36 @@ def _adapters(names: Sequence[str], *, public_url: str | None = None) -> list[Ad
     return found
 
 
-def _banner(target: str, url: str, storage: str) -> str:
+def event_loop(choice: str) -> tuple[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """The loop ``--loop choice`` names: its name and a factory for it.
+
+    ``auto`` is uvloop when it imports (the ``hosting-standard`` extra), else asyncio's own;
+    ``uvloop`` without uvloop installed is an ``ImportError`` naming the extra.
+    """
+    if choice == "asyncio":
+        return "asyncio", asyncio.new_event_loop
+    try:
+        import uvloop
+    except ImportError as exc:
+        if choice == "auto":
+            return "asyncio", asyncio.new_event_loop
+        raise ImportError("--loop uvloop needs uvloop: pip install 'checkflow[hosting-standard]'"
+                          ) from exc
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return "uvloop", factory
+
+
+def run_serve(target: str, options: ServeOptions) -> None:
+    """Run ``serve`` to its end on the event loop ``options.loop`` names."""
+    name, factory = event_loop(options.loop)
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(serve(target, options, loop_name=name))
+
+
+def _banner(target: str, url: str, storage: str, loop_name: str) -> str:
     runs = f"{url}/v1/conversations/demo/runs"
     return "\n".join([
-        f"checkflow: serving {target} on {url} (storage {storage})",
+        f"checkflow: serving {target} on {url} (storage {storage}, loop {loop_name})",
         "try it:",
         f"  curl -s -X POST {runs} -H 'content-type: application/json' "
         "-d '{\"message\": \"cats\"}'",
@@ -94,10 +120,13 @@ def _banner(target: str, url: str, storage: str) -> str:
     ])
 
 
-async def serve(target: str, options: ServeOptions) -> None:
-    """Serve ``target`` until interrupted; prints the URL and a curl line to try first."""
+async def serve(target: str, options: ServeOptions, *, loop_name: str = "asyncio") -> None:
+    """Serve ``target`` until interrupted; prints the URL and a curl line to try first.
+
+    It runs on the caller's loop (``run_serve`` picks it); ``loop_name`` is for the banner.
+    """
     with _telemetry(options.otel, options.logs) as (interceptors, middleware):
-        await _serve(target, options, interceptors, middleware)
+        await _serve(target, options, interceptors, middleware, loop_name)
 
 
 @contextlib.contextmanager
@@ -125,7 +154,7 @@ def _telemetry(otel: bool, logs: LogSettings) -> Iterator[tuple[list[Interceptor
 
 
 async def _serve(target: str, options: ServeOptions, interceptors: list[Interceptor],
-                 middleware: list[Any]) -> None:
+                 middleware: list[Any], loop_name: str) -> None:
     obj = load_object(target)
     auth = load_object(options.authenticate) if options.authenticate else None
     adapter_objects = _adapters(options.adapters, public_url=options.public_url)
@@ -156,7 +185,7 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
         with _listening(options.host, options.port) as sock:
             shown = f"[{options.host}]" if ":" in options.host else options.host
             url = f"http://{shown}:{sock.getsockname()[1]}"
-            print(_banner(target, url, options.storage), flush=True)
+            print(_banner(target, url, options.storage, loop_name), flush=True)
             await server.serve(sockets=[sock])
 
 

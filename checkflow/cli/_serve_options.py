@@ -15,10 +15,12 @@ from dataclasses import dataclass, field
 
 from checkflow.cli._logging import LogSettings, add_log_arguments, log_settings
 
-__all__ = ["DEFAULT_CONCURRENCY", "ENVIRONMENT", "ServeOptions", "add_serve_options",
+__all__ = ["DEFAULT_CONCURRENCY", "ENVIRONMENT", "LOOPS", "ServeOptions", "add_serve_options",
            "serve_options"]
 
 DEFAULT_CONCURRENCY = 1000
+LOOPS = ("auto", "asyncio", "uvloop")
+"""``--loop`` choices: ``auto`` takes uvloop when it is importable, else asyncio's own loop."""
 
 ENVIRONMENT = {
     "CHECKFLOW_STORAGE": "--storage (every command)",
@@ -26,6 +28,7 @@ ENVIRONMENT = {
     "CHECKFLOW_PORT": "--port ($PORT too with --foundry)",
     "CHECKFLOW_ADAPTERS": "--adapters",
     "CHECKFLOW_AUTHENTICATE": "--authenticate",
+    "CHECKFLOW_LOOP": "--loop",
 }
 """The variables ``serve`` reads, and the flag each stands for."""
 
@@ -50,6 +53,7 @@ class ServeOptions:
     public_url: str | None = None
     logs: LogSettings = field(default_factory=LogSettings)
     otel: bool = False
+    loop: str = "auto"
 
 
 def _positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
@@ -74,6 +78,9 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
                        help="trace and measure with OpenTelemetry, exporting over OTLP/HTTP "
                             "as the OTEL_* environment variables say (extra: otel)")
     add_log_arguments(serve)
+    serve.add_argument("--loop", choices=LOOPS, default=None,
+                       help="the event loop: uvloop (extra: hosting-standard), asyncio's own, "
+                            "or auto, uvloop when installed (default auto)")
     serve.add_argument("--lease-seconds", type=seconds, default=300.0, metavar="S",
                        help="how long a conversation stays locked to a server that died "
                             "mid-run (default 300; a restart on the same machine takes its "
@@ -121,6 +128,9 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str] | None = None
     if not 0 <= port <= 65535:
         raise ValueError(f"port {port} is out of range (0-65535)")
     adapters = _from(args, "adapters", env, "CHECKFLOW_ADAPTERS", "native") or "native"
+    loop = _from(args, "loop", env, "CHECKFLOW_LOOP", "auto") or "auto"
+    if loop not in LOOPS:
+        raise ValueError(f"CHECKFLOW_LOOP: expected one of {', '.join(LOOPS)}, got {loop!r}")
     return ServeOptions(
         host=str(host), port=port,
         storage=str(args.storage),
@@ -131,4 +141,4 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str] | None = None
         keep_alive_timeout=args.keep_alive_timeout, limit_concurrency=args.limit_concurrency,
         max_header_bytes=args.max_header_bytes, on_disconnect=args.on_disconnect,
         public_url=getattr(args, "public_url", None), logs=log_settings(args, env),
-        otel=bool(getattr(args, "otel", False)))
+        otel=bool(getattr(args, "otel", False)), loop=loop)

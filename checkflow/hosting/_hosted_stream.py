@@ -103,6 +103,7 @@ class HostedRunStream(HostedRun):
 
     async def _drain(self) -> None:
         """Run the rest of the stream; only ever awaited through ``shielded``."""
+        self._inner.unpaced()  # every event is read to the end: no switch per event
         async for _ in self._events(shield_end=False):
             pass
 

@@ -103,30 +103,36 @@ async def read_json(
         raise HttpError(415, "unsupported_media_type",
                         f"send application/json, not {content_type or 'no content type'!r}")
     limit = max_body_bytes if max_body_bytes is not None else _app_limit(request)
-    too_large = HttpError(413, "body_too_large", f"the body is larger than {limit} bytes")
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large
+        raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise too_large
+            raise _too_large(limit)
         chunks.append(chunk)
     body = b"".join(chunks)
-    too_deep = HttpError(422, "too_deeply_nested",
-                         f"the body nests deeper than {max_depth} levels", max_depth=max_depth)
     try:
         parsed = _json_decoder.decode(body)
     except RecursionError:
-        raise too_deep from None
+        raise _too_deep_error(max_depth) from None
     except msgspec.DecodeError as exc:
         raise HttpError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
     if (isinstance(parsed, (dict, list)) and body.count(b"[") + body.count(b"{") > max_depth
             and _too_deep(parsed, max_depth)):
-        raise too_deep
+        raise _too_deep_error(max_depth)
     return convert_body(parsed, type)
+
+
+def _too_large(limit: int) -> HttpError:
+    return HttpError(413, "body_too_large", f"the body is larger than {limit} bytes")
+
+
+def _too_deep_error(max_depth: int) -> HttpError:
+    return HttpError(422, "too_deeply_nested",
+                     f"the body nests deeper than {max_depth} levels", max_depth=max_depth)
 
 
 def convert_body(parsed: Any, type: type[T]) -> T:

@@ -60,7 +60,7 @@ class ActiveRun:
         self.events: list[WorkflowEvent] = []
         self.done = False
         self._cancel = cancel
-        self._signal = asyncio.Event()
+        self._signal: asyncio.Event | None = None  # made by the first follower that waits
 
     def publish(self, event: WorkflowEvent) -> None:
         """Append an event the run emitted and wake every follower."""
@@ -73,8 +73,9 @@ class ActiveRun:
         self._wake()
 
     def _wake(self) -> None:
-        signal, self._signal = self._signal, asyncio.Event()
-        signal.set()
+        signal, self._signal = self._signal, None  # most runs have no follower: no Event
+        if signal is not None:
+            signal.set()
 
     async def cancel(self) -> None:
         """Stop the run at its next safe point (returns once it has stopped)."""
@@ -92,6 +93,8 @@ class ActiveRun:
                     yield event
             if self.done:
                 return
+            if self._signal is None:
+                self._signal = asyncio.Event()
             await self._signal.wait()
 
 

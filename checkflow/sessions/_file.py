@@ -90,7 +90,7 @@ class FileSessionStore:
     async def get(self, session_id: str) -> AgentSession | None:
         """A fresh copy of the stored session or ``None``; a bad file: ``CorruptSessionError``."""
         path = self.path_for(session_id)
-        with _faults("session read", path):
+        with _faults("session read", self, session_id):
             data = await asyncio.to_thread(_read_or_none, path)
         if data is None:
             return None
@@ -122,7 +122,7 @@ class FileSessionStore:
         check_write_condition(expected_version, create)
         encoded = state.encode(session, format=self.format, path=f"session[{session.session_id!r}]")
         async with self._lock(session.session_id):
-            with _faults("session write", self.path_for(session.session_id)):
+            with _faults("session write", self, session.session_id):
                 version = await asyncio.to_thread(
                     self._compare_and_write, session.session_id, encoded, expected_version,
                     create, durable or create,
@@ -133,7 +133,7 @@ class FileSessionStore:
     async def delete(self, session_id: str, *, expected_version: str | None = None) -> None:
         """Remove the session's file (only at ``expected_version`` when given); missing is fine."""
         async with self._lock(session_id):
-            with _faults("session delete", self.path_for(session_id)):
+            with _faults("session delete", self, session_id):
                 await asyncio.to_thread(self._compare_and_unlink, session_id, expected_version)
 
     async def list_session_ids(self) -> list[str]:
@@ -160,8 +160,18 @@ class FileSessionStore:
         self, session_id: str, encoded: bytes, expected_version: str | None, create: bool,
         durable: bool,
     ) -> str:
+        try:
+            return self._write_locked(session_id, encoded, expected_version, create, durable)
+        except FileNotFoundError:
+            pass  # the store's first write (or its folder was removed): nothing was written
+        self.root.mkdir(parents=True, exist_ok=True)  # (another thread may have made it now)
+        return self._write_locked(session_id, encoded, expected_version, create, durable)
+
+    def _write_locked(
+        self, session_id: str, encoded: bytes, expected_version: str | None, create: bool,
+        durable: bool,
+    ) -> str:
         path = self.path_for(session_id)
-        self.root.mkdir(parents=True, exist_ok=True)
         with key_lock(self.root / _LOCK_NAME, session_id):
             if expected_version is not None or create:
                 check_expected_version(
@@ -199,18 +209,28 @@ class FileSessionStore:
         return None if current is None else _parse(current, path, session_id).revision
 
 
-def _faults(operation: str, path: Path) -> Any:
+def _faults(operation: str, store: FileSessionStore, session_id: str) -> Any:
     """Disk faults (full, read-only, I/O) as typed ``StorageError``s naming the file."""
     return os_errors_as(
-        lambda exc: StorageError.from_os_error(exc, operation=operation, resource=str(path))
+        lambda exc: StorageError.from_os_error(
+            exc, operation=operation, resource=str(store.path_for(session_id)))
     )
 
 
 def _read_or_none(path: Path) -> bytes | None:
+    """The whole file, or ``None`` if it does not exist (fewer system calls than
+    ``Path.read_bytes``: session files are small, read on every turn)."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _sniff(data: bytes) -> Format:

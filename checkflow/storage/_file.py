@@ -138,6 +138,7 @@ class FileCheckpointStorage:
         if format not in ("json", "msgpack"):
             raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
         self.root = Path(root).resolve()
+        self._root_text = str(self.root)
         self.format: Format = format
         self._indexes = _IndexCache()
 
@@ -227,10 +228,15 @@ class FileCheckpointStorage:
             folder.mkdir(parents=True, exist_ok=True)
         path = folder / _LOG
         with exclusive_lock(folder / _LOCK):
-            index = self._writable_index(checkpoint_id, path)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 index = self._indexes.extend(fd, checkpoint_id, str(path))
+                if index is not None and index.version == 1:  # rewritten as version 2 first
+                    os.close(fd)
+                    fd = -1
+                    self._rewrite(path, index)
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+                    index = self._indexes.extend(fd, checkpoint_id, str(path))
                 actual = index.head if index is not None else None
                 if actual != expected:
                     raise CheckpointConflictError(
@@ -252,7 +258,8 @@ class FileCheckpointStorage:
                 self._indexes.put(checkpoint_id, None)  # re-read next time, trust nothing
                 raise
             finally:
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
         if fresh:  # a new log: make its directory entries durable too
             fsync_directory(folder)
             if created:
@@ -530,16 +537,17 @@ class FileCheckpointStorage:
         return str(self._folder(checkpoint_id) / _LOG)
 
     def _lock(self, checkpoint_id: str) -> asyncio.Lock:
-        return _LOCKS((str(self.root), checkpoint_id))
+        return _LOCKS((self._root_text, checkpoint_id))
 
     def _faults(
         self, operation: str, checkpoint_id: str | None
     ) -> contextlib.AbstractContextManager[None]:
-        """Disk faults (full, read-only, I/O) as typed ``StorageError``s naming the folder."""
-        resource = str(self.root if checkpoint_id is None else self._folder(checkpoint_id))
+        """Disk faults (full, read-only, I/O) as typed ``StorageError``s naming the folder
+        (named only when one happens: this wraps every commit)."""
         return os_errors_as(
             lambda exc: StorageError.from_os_error(
-                exc, operation=f"checkpoint {operation}", resource=resource
+                exc, operation=f"checkpoint {operation}",
+                resource=str(self.root if checkpoint_id is None else self._folder(checkpoint_id)),
             )
         )
 

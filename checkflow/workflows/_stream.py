@@ -4,8 +4,11 @@ The run executes in its own task and hands each event over in lock-step (it wait
 consumer has taken it) through a ``_Handoff`` made of bare futures (no task or queue per
 event: a run emits a dozen events, and this is the hot path of every hosted turn), so a
 consumer that stops reading stops the run between events, and ``aclose()`` cancels it before
-the next superstep's work. The stream never commits anything itself; a cancelled run ends
-CANCELLED with the head at its last completed superstep.
+the next superstep's work. A consumer that reads every event to the end anyway (a drain:
+``get_result()``, or a host answering one request) calls ``unpaced()``: the run then parks
+its events and goes on, and the consumer takes them in order whenever it runs, so an event
+costs no switch between the two tasks. The stream never commits anything itself; a cancelled
+run ends CANCELLED with the head at its last completed superstep.
 
 The run's task must never reference the stream object: a stream dropped without ``aclose()``
 is then freed (at once, in CPython) and its finalizer cancels the run, releasing the
@@ -70,9 +73,19 @@ class WorkflowRunStream:
         task.result()  # raises the run's error, if any
         raise StopAsyncIteration
 
+    def unpaced(self) -> None:
+        """Stop pacing the run by this consumer: it no longer waits for each event to be taken.
+
+        For a consumer that reads every event to the end (a drain). Events still come in
+        order and ``aclose()`` still cancels the run at its next await; only "stop reading to
+        pause the run" is given up.
+        """
+        self._handoff.paced = False
+
     async def get_result(self) -> WorkflowRunResult:
         """Drain the remaining events and return the final result (or raise the run's error)."""
         if not self._cancelled:
+            self.unpaced()
             async for _ in self:
                 pass
         if self._cancelled:  # closed before, or by another task while this one drained
@@ -102,26 +115,34 @@ class _Handoff:
     """Events from the run's task(s) to the consumer, one at a time; never holds the stream.
 
     ``hand_over`` (the run's sink; executors running side by side may call it at once) parks
-    the event in line and waits until the consumer takes it; ``take`` returns the first
-    parked event, waiting for one, or ``None`` once the run ended.
+    the event in line and waits until the consumer takes it (unless not ``paced``: then it
+    returns at once); ``take`` returns the first parked event, waiting for one, or ``None``
+    once the run ended.
     """
 
-    __slots__ = ("_ended", "_parked", "_waiter")
+    __slots__ = ("_ended", "_parked", "_waiter", "paced")
 
     def __init__(self) -> None:
-        self._parked: collections.deque[tuple[WorkflowEvent, asyncio.Future[None]]] = (
-            collections.deque())
+        self._parked: collections.deque[
+            tuple[WorkflowEvent, asyncio.Future[None] | None]] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None  # the consumer waits on it
         self._ended = False
+        self.paced = True
 
     async def hand_over(self, event: WorkflowEvent) -> None:
+        if not self.paced:
+            self._parked.append((event, None))
+            self._wake()
+            return
+        entry: tuple[WorkflowEvent, asyncio.Future[None] | None]
         entry = (event, asyncio.get_running_loop().create_future())
         self._parked.append(entry)
         self._wake()
+        taken = entry[1]
         try:
-            await entry[1]
+            await taken
         finally:
-            if entry[1].cancelled() and entry in self._parked:  # nobody may take it now
+            if taken.cancelled() and entry in self._parked:  # nobody may take it now
                 self._parked.remove(entry)
 
     def run_ended(self, _task: object) -> None:
@@ -137,6 +158,8 @@ class _Handoff:
         while True:
             while self._parked:
                 event, taken = self._parked.popleft()
+                if taken is None:  # handed over unpaced: nobody waits for it
+                    return event
                 if not taken.done():  # else its run was cancelled while parked
                     taken.set_result(None)
                     return event

@@ -174,6 +174,29 @@ async def test_a_connection_that_never_finishes_its_head_is_closed() -> None:
             assert (await client.get("/healthz")).status_code == 200  # whole heads are served
 
 
+async def test_each_response_gives_the_next_head_the_whole_header_timeout() -> None:
+    # The connection lives past its first deadline (opened + 1 s) while requests keep coming;
+    # the last response starts the last deadline, which a head that never ends then meets.
+    async with bounded(header_timeout=1.0, keep_alive_timeout=30.0) as (host, port):
+        reader, writer = await asyncio.open_connection(host, port)
+        loop = asyncio.get_running_loop()
+        opened = loop.time()
+        while loop.time() - opened < 1.6:
+            writer.write(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert head.startswith(b"HTTP/1.1 200")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await asyncio.wait_for(reader.readexactly(length), 10)
+            await asyncio.sleep(0.3)  # pacing past the first deadline, not an overlap
+        answered = loop.time()
+        writer.write(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")  # no blank line: never done
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed by the server
+        assert loop.time() - answered >= 0.5  # by the deadline the last response started
+        writer.close()
+
+
 async def test_an_idle_keep_alive_connection_is_closed() -> None:
     async with bounded(keep_alive_timeout=1.0) as (host, port):
         reader, writer = await asyncio.open_connection(host, port)

@@ -158,3 +158,43 @@ def test_versions_never_repeat_in_a_process_or_in_its_forked_children() -> None:
     ours = [new_version() for _ in range(1000)]
     assert len(set(ours)) == 1000
     assert theirs not in ours and theirs[:16] != ours[0][:16]  # a fork draws a new prefix
+
+
+async def test_the_first_write_creates_the_folder_and_a_removed_folder_is_made_again(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "nested" / "sessions"
+    store = FileSessionStore(root)
+    assert await store.get("s") is None and not root.exists()  # a read creates nothing
+    await store.set(AgentSession("s", {"n": 0}), create=True)
+    assert sorted(p.name for p in root.iterdir()) == [".lock", store.path_for("s").name]
+    for path in root.iterdir():
+        path.unlink()
+    root.rmdir()  # an operator removed the folder while the store was in use
+    await store.set(AgentSession("t", {"n": 1}), create=True)
+    assert (await FileSessionStore(root).get("t")).state == {"n": 1}
+    assert await store.get("s") is None
+
+
+
+async def test_a_first_write_still_lands_when_another_made_the_folder_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    real = FileSessionStore._write_locked
+    attempts: list[int] = []
+
+    def racing(self: FileSessionStore, *args: Any) -> str:
+        attempts.append(1)
+        if len(attempts) > 1:
+            return real(self, *args)
+        try:
+            return real(self, *args)  # no folder yet: FileNotFoundError
+        finally:
+            root.mkdir()  # ... and another writer's thread makes the folder before we look
+
+    monkeypatch.setattr(FileSessionStore, "_write_locked", racing)
+    store = FileSessionStore(root)
+    await store.set(AgentSession("s", {"n": 1}), create=True)
+    assert len(attempts) == 2
+    assert (await FileSessionStore(root).get("s")).state == {"n": 1}

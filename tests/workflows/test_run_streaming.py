@@ -236,3 +236,43 @@ async def test_a_cancelled_run_waits_for_its_in_flight_commit_before_releasing(s
     assert (await storage.load(checkpoint.checkpoint_id)).head_snapshot_id == (
         checkpoint.head_snapshot_id
     )
+
+
+class Marks(Executor):
+    """Sets ``reached`` when its handler runs: after four events of the run were handed over."""
+
+    def __init__(self, id: str, reached: asyncio.Event) -> None:
+        super().__init__(id)
+        self._reached = reached
+
+    @handler
+    async def go(self, n: int, ctx: WorkflowContext) -> None:
+        self._reached.set()
+        await ctx.yield_output(n)
+
+
+async def test_an_unpaced_stream_runs_on_without_its_events_being_taken():
+    reached = asyncio.Event()
+    workflow = WorkflowBuilder(start_executor=Marks(id="marks", reached=reached)).build()
+    stream = workflow.run(7, stream=True, checkpoint=workflow.create_checkpoint())
+    stream.unpaced()
+    first = await anext(stream)  # starts the run; the consumer then reads nothing for a while
+    assert isinstance(first, WorkflowStartedEvent)
+    await asyncio.wait_for(reached.wait(), timeout=10)  # paced, the run would wait at event 2
+    rest = [event async for event in stream]
+    result = await stream.get_result()
+    assert [first, *rest] == result.events  # every event, in order, none lost
+    assert result.get_outputs() == [7]
+
+
+async def test_an_unpaced_stream_still_stops_at_aclose():
+    entered = asyncio.Event()
+    workflow = WorkflowBuilder(start_executor=Slow(id="slow", entered=entered)).build()
+    stream = workflow.run(1, stream=True, checkpoint=workflow.create_checkpoint())
+    stream.unpaced()
+    consumer = asyncio.ensure_future(stream.get_result())
+    await asyncio.wait_for(entered.wait(), timeout=10)
+    await stream.aclose()
+    result = await asyncio.wait_for(consumer, timeout=10)
+    assert result.status is RunStatus.CANCELLED
+    assert [s.metadata["boundary"] for s in result.checkpoint.snapshots] == ["input_accepted"]
