@@ -129,7 +129,7 @@ def decode(
     ``StateEncodingError``; nesting deeper than ``max_depth`` raises ``StateNestingError``.
     """
     data = bytes(data) if type(data) is not bytes else data
-    if format in _DECODERS and is_typed(data, format):
+    if is_typed(data, format):
         return _decode_typed(data, format, path, _limit(max_depth))
     tagged = _TAG_BYTES in data or (format == "json" and b"\\u" in data)  # "\u0024type" is "$type"
     # Tagged bytes are walked anyway, and the walk checks the depth as it goes.

@@ -39,11 +39,10 @@ from typing import Annotated, Any
 
 import msgspec
 
+from checkflow.state._depth import nesting_depth_exceeds
 from checkflow.state._registry import TYPE_KEY, TYPED_LAYOUT_ID, VALUE_KEY
 
-__all__ = ["TYPED_ID", "Unfit", "decode_typed", "encode_typed", "is_typed", "schema_levels"]
-
-TYPED_ID = TYPED_LAYOUT_ID
+__all__ = ["BadSchema", "decode_typed", "encode_typed", "is_typed"]
 
 Node = Any  # str | list: see the module docstring
 
@@ -56,8 +55,6 @@ class BadSchema(Exception):
     """Bytes in the typed layout whose schema this codec cannot have written."""
 
 
-_INT_MIN = -(2**63)
-_INT_MAX = 2**64 - 1
 _NONE = type(None)
 _SCALARS = frozenset({str, bool, int, float, _NONE})
 _LEAVES: dict[type[Any], str] = {
@@ -74,6 +71,9 @@ _tzinfo = attrgetter("tzinfo")
 _TAG = TYPE_KEY.encode()
 _BARE_MSGPACK = 4096  # plain MessagePack below this size is written bare (see encode_typed)
 _MANY_KEYS = 16  # a mapping with more keys than this, all alike, is described as ["M", n]
+# what msgspec raises for values it cannot write; the tagged layout then raises its own,
+# path-naming error
+_UNWRITABLE = (msgspec.EncodeError, OverflowError, TypeError, ValueError, UnicodeError)
 
 
 # -- encoding: infer the schema, then let msgspec write the value as it is ------------------
@@ -96,8 +96,8 @@ def encode_typed(
             return None  # small: the tagged walk is cheaper than inferring a schema
         try:
             data = encoder.encode(value)
-        except (msgspec.EncodeError, OverflowError, TypeError, ValueError, UnicodeError):
-            return None  # let the tagged layout raise its own, path-naming error
+        except _UNWRITABLE:
+            return None
         return None if _TAG in data else data  # a tag key: the tagged layout escapes it
     try:
         node = _infer((value,), fmt, -limit)  # depth counts up to 0: past it, unfit
@@ -112,9 +112,9 @@ def encode_typed(
                 return data
         schema = encoder.encode(node)
         return encoder.encode(
-            {TYPE_KEY: TYPED_ID, VALUE_KEY: [len(schema), msgspec.Raw(schema), value]})
-    except (msgspec.EncodeError, OverflowError, TypeError, ValueError, UnicodeError):
-        return None  # let the tagged layout raise its own, path-naming error
+            {TYPE_KEY: TYPED_LAYOUT_ID, VALUE_KEY: [len(schema), msgspec.Raw(schema), value]})
+    except _UNWRITABLE:
+        return None
 
 
 _PLAIN, _OTHER, _LARGE = "plain", "other", "large"
@@ -360,7 +360,7 @@ _LEAF_TYPES: dict[str, Any] = {"s": _SCALAR, "n": None} | {
 
 
 def _prefix(encoder: msgspec.json.Encoder | msgspec.msgpack.Encoder, null: bytes) -> bytes:
-    whole = encoder.encode({TYPE_KEY: TYPED_ID, VALUE_KEY: None})
+    whole = encoder.encode({TYPE_KEY: TYPED_LAYOUT_ID, VALUE_KEY: None})
     return whole[: whole.rindex(null)]
 
 
@@ -388,11 +388,10 @@ def decode_typed(data: bytes, fmt: str, limit: int) -> Any:
     if found is None:
         raise BadSchema("a typed envelope this codec never writes (the schema's length, the "
                         "schema and the value, in that order and nothing else)")
-    key = (fmt, found[0])
-    body = found[1]
-    cached = _decoders.get(key)
+    schema, body = found
+    cached = _decoders.get((fmt, schema))
     if cached is None:
-        cached = _decoder(fmt, key[1], limit)
+        cached = _decoder(fmt, schema, limit)
     decode, levels = cached
     if levels > limit:
         raise RecursionError(levels)
@@ -436,8 +435,6 @@ _MSGPACK_UINTS = {0xCC: 1, 0xCD: 2, 0xCE: 4}
 
 
 def _decoder(fmt: str, schema: bytes, limit: int) -> tuple[Callable[[Any], Any], int]:
-    from checkflow.state._depth import nesting_depth_exceeds
-
     node = _SCHEMAS[fmt](schema)
     if nesting_depth_exceeds(node, 2 * limit + 2):  # bounds the build's recursion below
         raise RecursionError(limit)

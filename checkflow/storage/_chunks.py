@@ -36,13 +36,13 @@ _BOUNDARIES = {
 
 def cut(data: bytes, format: str) -> list[bytes]:
     """``data`` as consecutive pieces (``b"".join(pieces) == data``), one piece if small."""
-    ends = _ends(data, format, 0)
+    ends = cut_ends(data, format)
     return [data[start:end] for start, end in zip([0, *ends], ends, strict=False)]
 
 
 def cut_ends(data: bytes, format: str) -> list[int]:
     """Where the pieces ``cut`` gives end, the last at ``len(data)``."""
-    return _ends(data, format, 0)
+    return list(_iter_ends(data, format, 0))
 
 
 def recut(
@@ -59,7 +59,7 @@ def recut(
     """
     size = len(data)
     if size <= MIN_CHUNKED or len(previous) <= MIN_CHUNKED:
-        return _ends(data, format, 0), 0, 0
+        return cut_ends(data, format), 0, 0
     prefix = _common_prefix(data, previous)
     kept = 0
     while kept < len(previous_ends) - 1 and previous_ends[kept] + _WINDOW <= prefix:
@@ -81,13 +81,9 @@ def recut(
     return ends, kept, 0
 
 
-def _ends(data: bytes, format: str, start: int) -> list[int]:
-    """Where the pieces of ``data`` from ``start`` (a cut, or 0) end, the last at its end."""
-    return list(_iter_ends(data, format, start))
-
-
 def _iter_ends(data: bytes, format: str, start: int) -> Iterator[int]:
-    """``_ends`` one piece at a time, so that ``recut`` can stop once it is in step."""
+    """Where the pieces of ``data`` from ``start`` (a cut, or 0) end, the last at its end,
+    one at a time, so that ``recut`` can stop once it is in step."""
     size = len(data)
     if size <= MIN_CHUNKED:
         yield size

@@ -70,13 +70,13 @@ def _address(
     both share are neither cut nor hashed again (``_chunks.recut``).
     """
     digest = _log.content_digest
-    if len(data) <= _chunks.MIN_CHUNKED:  # most parts: stored whole
-        return digest(data), [("", 0, len(data))]
-    old: _index.Pieces = previous[2] if previous is not None else []
-    if len(old) < 2 or previous is None:
-        ends, kept, tail = _chunks.cut_ends(data, fmt), 0, 0
-    else:
+    old: _index.Pieces = [] if previous is None else previous[2]
+    if len(data) <= _chunks.MIN_CHUNKED:  # most parts: stored whole, no cut to look for
+        ends, kept, tail = [len(data)], 0, 0
+    elif len(old) > 1 and previous is not None:
         ends, kept, tail = _chunks.recut(data, fmt, previous[0], [end for _, _, end in old])
+    else:
+        ends, kept, tail = _chunks.cut_ends(data, fmt), 0, 0
     if len(ends) == 1:
         return digest(data), [("", 0, len(data))]
     pieces: _index.Pieces = []

@@ -205,12 +205,11 @@ class RunState:
                 for rid, request in self.requests.items()}}
             return EncodedPart(encode(whole, format=fmt, path="messages.pending",
                                       layout="tagged"), fmt)
-        cached = self.request_bytes
-        if cached is None or cached[0] != fmt:
-            cached = (fmt, {})
+        known = self.request_bytes
+        reusable = known[1] if known is not None and known[0] == fmt else {}
         encoded = []
         for rid, request in self.requests.items():
-            hit = cached[1].get(rid)
+            hit = reusable.get(rid)
             if hit is not None and hit[0] is request:
                 encoded.append((rid, hit[1]))
             else:
