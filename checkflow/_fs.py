@@ -29,6 +29,7 @@ __all__ = [
     "os_errors_as",
     "safe_name",
     "shared_lock",
+    "write_at",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -78,6 +79,21 @@ def atomic_write(path: Path, data: bytes, *, sync_directory: bool = True) -> Non
         raise
     if sync_directory:
         fsync_directory(directory)
+
+
+def write_at(fd: int, data: bytes, offset: int, *, sync: bool) -> None:
+    """Write all of ``data`` at ``offset`` of an open file, in place.
+
+    ``sync`` flushes it before returning with ``fdatasync`` (``fsync`` where the system has
+    none): for a write that neither grows the file nor fills a hole, that is the data alone,
+    with no metadata to commit.
+    """
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+    if sync:
+        getattr(os, "fdatasync", os.fsync)(fd)
 
 
 @contextlib.contextmanager

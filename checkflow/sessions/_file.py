@@ -1,21 +1,26 @@
-"""``FileSessionStore``: one atomically replaced file per session, safe across processes.
+"""``FileSessionStore``: one file per session, written in place, safe across processes.
 
-Each session lives in ``<root>/<safe_name(session_id)>.session``: a versioned envelope holding
-the original id, the store version and the codec-encoded session. A compare-and-set runs under
-an ``asyncio.Lock`` per session id (in this loop) and a lock on that session id alone in the
-store's permanent lock file (across threads and processes: ``key_lock``), taken in a worker
-thread, so writes of different sessions never wait for each other's disk syncs. A write is
-made durable (file and folder fsynced) unless the caller says its loss is harmless
-(``durable=False``: the file is still fsynced before it replaces the old one, so it is never
-torn, but a crash may bring back the previous version); a create-only write is always
-durable. Reads take no lock and open nothing for writing, so they work on a read-only store;
-disk faults surface as ``StorageError``s. This module must never block the event loop or
-write a session file other than through ``atomic_write``.
+Each session lives in ``<root>/<safe_name(session_id)>.session``: a two-slot file (``_slots``)
+whose newest intact record is a versioned envelope holding the original id, the store version
+and the codec-encoded session. A compare-and-set runs under an ``asyncio.Lock`` per session
+id (in this loop) and a lock on that session id alone in the store's permanent lock file
+(across threads and processes: ``key_lock``), taken in a worker thread, so writes of
+different sessions never wait for each other's disk syncs.
+
+A write goes into the slot that does not hold the last durable record. A durable write is
+flushed there (one ``fdatasync``: no temporary file, rename or folder sync); a write whose
+loss is harmless (``durable=False``, a lease) is not synced at all, and a crash brings back
+the last durable record, never a torn one. A create-only write, a record that outgrows its
+slot and the first write to a version 1 file (one envelope, replaced whole: still read) make
+the file whole with ``atomic_write`` (a create always durably). Reads take no lock unless they
+meet a slot mid-write, and open nothing for writing, so they work on a read-only store; disk
+faults surface as ``StorageError``s. This module must never block the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -23,9 +28,10 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from checkflow import state
-from checkflow._fs import LoopLocks, atomic_write, key_lock, os_errors_as, safe_name
+from checkflow._fs import LoopLocks, atomic_write, key_lock, os_errors_as, safe_name, write_at
 from checkflow.errors import CorruptSessionError, StateError, StorageError
 from checkflow.sessions._session import AgentSession
+from checkflow.sessions._slots import Slots, is_slotted, new_file, pack, read_slots
 from checkflow.sessions._versions import (
     check_expected_version,
     check_write_condition,
@@ -36,7 +42,7 @@ from checkflow.state import Format
 __all__ = ["FileSessionStore"]
 
 FILE_FORMAT: Final = "checkflow.session"
-FILE_VERSION: Final = 1
+FILE_VERSION: Final = 1  # the envelope's version (a two-slot file holds version 1 envelopes)
 _SUFFIX: Final = ".session"
 _LOCK_NAME: Final = ".lock"
 
@@ -52,7 +58,11 @@ class _Header(msgspec.Struct):
 
 
 class _SessionFile(msgspec.Struct, frozen=True):
-    """Envelope version 1. ``session`` is the codec's bytes for the ``AgentSession``."""
+    """Envelope version 1. ``session`` is the codec's bytes for the ``AgentSession``.
+
+    A file of envelope version 1 alone (the whole file one envelope) is what releases before
+    the two-slot file wrote; it is still read, and made a two-slot file by its next write.
+    """
 
     format: str
     version: int
@@ -91,12 +101,13 @@ class FileSessionStore:
         """A fresh copy of the stored session or ``None``; a bad file: ``CorruptSessionError``."""
         path = self.path_for(session_id)
         with _faults("session read", self, session_id):
-            data = await asyncio.to_thread(_read_or_none, path)
+            data = await asyncio.to_thread(self._read_settled, session_id)
         if data is None:
             return None
-        envelope = _parse(data, path, session_id)
+        payload, _ = _contents(data, path)
+        envelope = _parse(payload, path, session_id)
         try:
-            session = state.decode(bytes(envelope.session), format=_sniff(data))
+            session = state.decode(bytes(envelope.session), format=_sniff(payload))
         except StateError as exc:
             raise CorruptSessionError(
                 f"session state cannot be decoded: {exc}", source=str(path)
@@ -116,8 +127,8 @@ class FileSessionStore:
     ) -> str:
         """Store ``session`` if the write's condition holds (see ``SessionStore``); the version.
 
-        ``durable=False`` skips the folder fsync (a crash may bring back the previous
-        version, never a torn file); a create-only write syncs regardless.
+        ``durable=False`` syncs nothing (a crash may bring back the last durable version,
+        never a torn file); a create-only write syncs regardless.
         """
         check_write_condition(expected_version, create)
         encoded = state.encode(session, format=self.format, path=f"session[{session.session_id!r}]")
@@ -150,7 +161,8 @@ class FileSessionStore:
             data = _read_or_none(path)
             if data is None:
                 continue  # deleted meanwhile
-            found.append(_decode_as(_JSON_FILE, _MSGPACK_FILE, data, path,
+            payload, _ = _contents(data, path)
+            found.append(_decode_as(_JSON_FILE, _MSGPACK_FILE, payload, path,
                                     "malformed session envelope").session_id)
         return sorted(found)
 
@@ -172,21 +184,51 @@ class FileSessionStore:
         durable: bool,
     ) -> str:
         path = self.path_for(session_id)
+        conditional = expected_version is not None or create
         with key_lock(self.root / _LOCK_NAME, session_id):
-            if expected_version is not None or create:
-                check_expected_version(
-                    session_id,
-                    expected_version=expected_version,
-                    actual_version=self._revision_or_none(session_id),
-                    create=create,
+            try:
+                fd: int | None = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+            except FileNotFoundError:
+                fd = None
+            try:
+                slots, actual = None, None
+                if fd is not None:
+                    slots, actual = _current(_read_fd(fd), path, session_id, strict=conditional)
+                if conditional:
+                    check_expected_version(session_id, expected_version=expected_version,
+                                           actual_version=actual, create=create)
+                version = new_version()
+                envelope = _SessionFile(
+                    FILE_FORMAT, FILE_VERSION, session_id, version, msgspec.Raw(encoded)
                 )
-            version = new_version()
-            envelope = _SessionFile(
-                FILE_FORMAT, FILE_VERSION, session_id, version, msgspec.Raw(encoded)
-            )
-            encoder = _JSON_ENCODER if self.format == "json" else _MSGPACK_ENCODER
-            atomic_write(path, encoder.encode(envelope), sync_directory=durable)
+                encoder = _JSON_ENCODER if self.format == "json" else _MSGPACK_ENCODER
+                payload = encoder.encode(envelope)
+                sequence = slots.newest.sequence + 1 if slots and slots.newest else 1
+                if fd is not None and slots is not None and slots.fits(payload):
+                    write_at(fd, pack(payload, sequence, durable=durable), slots.offset(),
+                             sync=durable)
+                    return version
+            finally:
+                if fd is not None:
+                    os.close(fd)
+            atomic_write(path, new_file(payload, sequence), sync_directory=durable)
         return version
+
+    def _read_settled(self, session_id: str) -> bytes | None:
+        """The file's bytes; read again under the session's lock if a slot looked torn (a
+        write in progress elsewhere), so a reader never mistakes it for a crash's leftover
+        and returns the record before the newest. A store that cannot be locked (read-only)
+        has no writer: its first read stands."""
+        path = self.path_for(session_id)
+        data = _read_or_none(path)
+        if data is None or not is_slotted(data) or not _torn(data):
+            return data
+        with contextlib.ExitStack() as locked:
+            try:
+                locked.enter_context(key_lock(self.root / _LOCK_NAME, session_id))
+            except OSError:
+                return data
+            return _read_or_none(path)
 
     def _compare_and_unlink(self, session_id: str, expected_version: str | None) -> None:
         if not self.root.is_dir():
@@ -206,7 +248,7 @@ class FileSessionStore:
     def _revision_or_none(self, session_id: str) -> str | None:
         path = self.path_for(session_id)
         current = _read_or_none(path)
-        return None if current is None else _parse(current, path, session_id).revision
+        return None if current is None else _current(current, path, session_id)[1]
 
 
 def _faults(operation: str, store: FileSessionStore, session_id: str) -> Any:
@@ -231,6 +273,50 @@ def _read_or_none(path: Path) -> bytes | None:
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+def _read_fd(fd: int) -> bytes:
+    """All of an open file, from its start."""
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, size, 0)
+    while len(data) < size and (more := os.pread(fd, size - len(data), len(data))):
+        data += more
+    return data
+
+
+def _torn(data: bytes) -> bool:
+    try:
+        return read_slots(data).torn
+    except ValueError:
+        return False  # not a two-slot file at all: reading it again would not help
+
+
+def _contents(data: bytes, path: Path) -> tuple[bytes, Slots | None]:
+    """The envelope a file holds (its newest intact record), and its slots if it has two."""
+    if not is_slotted(data):
+        return data, None
+    try:
+        slots = read_slots(data)
+    except ValueError as exc:
+        raise CorruptSessionError(f"not a session file ({exc})", source=str(path)) from exc
+    if slots.newest is None:
+        raise CorruptSessionError("session file has no intact record in either slot",
+                                  source=str(path))
+    return slots.newest.payload, slots
+
+
+def _current(data: bytes, path: Path, session_id: str, *, strict: bool = True
+             ) -> tuple[Slots | None, str | None]:
+    """A file's slots (if it has two) and current revision, for a write. ``strict=False``
+    (an unconditional write, which replaces whatever is there) reads a damaged file as
+    no file, so the write heals it."""
+    try:
+        payload, slots = _contents(data, path)
+        return slots, _parse(payload, path, session_id).revision
+    except CorruptSessionError:
+        if strict:
+            raise
+        return None, None
 
 
 def _sniff(data: bytes) -> Format:

@@ -12,6 +12,7 @@ import pytest
 from checkflow.agents import ChatMessage
 from checkflow.errors import CorruptSessionError, SessionConflictError
 from checkflow.sessions import AgentSession, FileSessionStore
+from checkflow.sessions._slots import new_file, read_slots
 
 
 async def _stored(tmp_path: Path, *, format: str = "json") -> tuple[FileSessionStore, Path]:
@@ -20,9 +21,16 @@ async def _stored(tmp_path: Path, *, format: str = "json") -> tuple[FileSessionS
     return store, store.path_for("conv")
 
 
+def _envelope(path: Path) -> bytes:
+    """The envelope the file's newest record holds (the file is two slots)."""
+    newest = read_slots(path.read_bytes()).newest
+    assert newest is not None
+    return newest.payload
+
+
 async def test_json_file_is_a_versioned_envelope_holding_the_original_id(tmp_path: Path) -> None:
     store, path = await _stored(tmp_path)
-    envelope = msgspec.json.decode(path.read_bytes())
+    envelope = msgspec.json.decode(_envelope(path))
     assert envelope["format"] == "checkflow.session"
     assert envelope["version"] == 1
     assert envelope["session_id"] == "conv"
@@ -32,7 +40,7 @@ async def test_json_file_is_a_versioned_envelope_holding_the_original_id(tmp_pat
 
 async def test_msgpack_store_writes_msgpack(tmp_path: Path) -> None:
     _, path = await _stored(tmp_path, format="msgpack")
-    envelope = msgspec.msgpack.decode(path.read_bytes())
+    envelope = msgspec.msgpack.decode(_envelope(path))
     assert envelope["format"] == "checkflow.session"
     assert envelope["session_id"] == "conv"
 
@@ -100,7 +108,7 @@ async def test_a_bit_flipped_msgpack_file_raises_corrupt_session_error(tmp_path:
 
 async def test_an_unknown_envelope_version_is_refused_clearly(tmp_path: Path) -> None:
     store, path = await _stored(tmp_path)
-    path.write_bytes(path.read_bytes().replace(b'"version":1', b'"version":7'))
+    path.write_bytes(new_file(_envelope(path).replace(b'"version":1', b'"version":7'), 1))
     with pytest.raises(CorruptSessionError, match="unsupported session file version 7"):
         await store.get("conv")
 

@@ -91,15 +91,20 @@ async def test_a_write_waits_only_for_its_own_session(tmp_path: Path) -> None:
 
 @pytest.fixture
 def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """What each write fsynced, in order: "file" or "dir" (the real fsyncs still run)."""
+    """What each write synced, in order: "file" (fsync), "data" (fdatasync: a slot written in
+    place) or "dir" (the real syncs still run)."""
     seen: list[str] = []
-    real_fsync, real_dir = os.fsync, _fs.fsync_directory
+    real_fsync, real_fdatasync, real_dir = os.fsync, os.fdatasync, _fs.fsync_directory
     in_dir = threading.local()
 
     def fsync(fd: int) -> None:
         if not getattr(in_dir, "on", False):
             seen.append("file")
         real_fsync(fd)
+
+    def fdatasync(fd: int) -> None:
+        seen.append("data")
+        real_fdatasync(fd)
 
     def fsync_directory(path: Path) -> None:
         seen.append("dir")
@@ -110,11 +115,12 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
             in_dir.on = False
 
     monkeypatch.setattr(_fs.os, "fsync", fsync)
+    monkeypatch.setattr(_fs.os, "fdatasync", fdatasync)
     monkeypatch.setattr(_fs, "fsync_directory", fsync_directory)
     yield seen
 
 
-async def test_a_lease_write_syncs_the_file_not_the_folder_and_a_create_syncs_both(
+async def test_a_lease_write_syncs_nothing_an_outcome_one_slot_and_a_create_file_and_folder(
     tmp_path: Path, syncs: list[str]
 ) -> None:
     store = FileSessionStore(tmp_path)
@@ -124,11 +130,11 @@ async def test_a_lease_write_syncs_the_file_not_the_folder_and_a_create_syncs_bo
     syncs.clear()
     session.state["n"] = 1
     await store.set(session, expected_version=session.version, durable=False)
-    assert syncs == ["file"]  # never torn: the new file is synced before it replaces the old
-    syncs.clear()
+    assert syncs == []  # written in place into the slot the last durable record is not in
+    assert (await FileSessionStore(tmp_path).get("s")).state == {"n": 1}
     session.state["n"] = 2
     await store.set(session, expected_version=session.version)
-    assert syncs == ["file", "dir"]
+    assert syncs == ["data"]  # one flush of that slot: no temporary file, rename or folder
     assert (await FileSessionStore(tmp_path).get("s")).state == {"n": 2}
 
 
