@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import inspect
 import os
@@ -182,6 +183,9 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
         options = within_descriptor_limit(options)
         quiet_accept_errors(asyncio.get_running_loop())
         server = uvicorn.Server(server_config(app, options))
+        # What is alive now (modules, the workflow, the app) lives as long as the server:
+        # keep the cyclic collector from walking it again on every full collection.
+        gc.freeze()
         with _listening(options.host, options.port) as sock:
             shown = f"[{options.host}]" if ":" in options.host else options.host
             url = f"http://{shown}:{sock.getsockname()[1]}"

@@ -191,9 +191,10 @@ class FileSessionStore:
             except FileNotFoundError:
                 fd = None
             try:
-                slots, actual = None, None
+                slots, actual, data = None, None, b""
                 if fd is not None:
-                    slots, actual = _current(_read_fd(fd), path, session_id, strict=conditional)
+                    data = _read_fd(fd)
+                    slots, actual = _current(data, path, session_id, strict=conditional)
                 if conditional:
                     check_expected_version(session_id, expected_version=expected_version,
                                            actual_version=actual, create=create)
@@ -205,8 +206,8 @@ class FileSessionStore:
                 payload = encoder.encode(envelope)
                 sequence = slots.newest.sequence + 1 if slots and slots.newest else 1
                 if fd is not None and slots is not None and slots.fits(payload):
-                    write_at(fd, pack(payload, sequence, durable=durable), slots.offset(),
-                             sync=durable)
+                    _write_slot(fd, pack(payload, sequence, durable=durable), slots.offset(),
+                                data, durable)
                     return version
             finally:
                 if fd is not None:
@@ -273,6 +274,17 @@ def _read_or_none(path: Path) -> bytes | None:
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+def _write_slot(fd: int, record: bytes, offset: int, before: bytes, durable: bool) -> None:
+    """Write ``record`` into its slot; if that fails (a full disk, a failed flush), put the
+    slot's previous bytes back, so readers never see a write that was reported failed."""
+    try:
+        write_at(fd, record, offset, sync=durable)
+    except BaseException:
+        with contextlib.suppress(OSError):  # best effort: the other slot is intact anyway
+            write_at(fd, before[offset:offset + len(record)], offset, sync=False)
+        raise
 
 
 def _read_fd(fd: int) -> bytes:

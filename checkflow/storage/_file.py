@@ -244,7 +244,8 @@ class FileCheckpointStorage:
                         expected_head_snapshot_id=expected,
                         actual_head_snapshot_id=actual,
                     )
-                size = os.fstat(fd).st_size
+                # (the index was brought up to the file's size under this lock)
+                size = index.end + index.torn if index is not None else os.fstat(fd).st_size
                 end = index.end if index is not None else 0
                 if size > end:
                     _warn_torn(str(path), size - end, "dropping")
@@ -283,7 +284,7 @@ class FileCheckpointStorage:
     def _new_index(self, checkpoint_id: str, fd: int) -> _index.Index:
         """Start a fresh version 2 log in the empty file behind ``fd``."""
         payload = _log.encode_header(checkpoint_id, self.format)
-        start = _append_durably(fd, _log.frame(payload), sync=False)
+        start = _append_durably(fd, _log.frame(payload), sync=False, start=0)
         st = os.fstat(fd)
         return _index.Index(checkpoint_id, self.format, _log.LOG_VERSION, (st.st_dev, st.st_ino),
                             end=start + _log.FRAME_OVERHEAD + len(payload), last_at=start,
@@ -329,7 +330,7 @@ class FileCheckpointStorage:
         payloads = [p for _, p in stored]
         payloads += [_log.refs_payload(refs, fmt), _log.commit_payload(header, fmt)]
         frames = [_log.frame(p) for p in payloads]
-        start = _append_durably(fd, b"".join(frames))
+        start = _append_durably(fd, b"".join(frames), start=index.end)
         pos = start
         for (digest, payload), frame in zip(stored, frames, strict=False):
             index.blobs[digest] = (pos, len(payload))
@@ -585,9 +586,12 @@ def _warn_torn(source: str, size: int, action: str) -> None:
     )
 
 
-def _append_durably(fd: int, data: bytes, *, sync: bool = True) -> int:
-    """Append ``data`` and fsync; return where it starts. On failure, cut it off again."""
-    start = os.fstat(fd).st_size
+def _append_durably(fd: int, data: bytes, *, sync: bool = True, start: int | None = None
+                    ) -> int:
+    """Append ``data`` and fsync; return where it starts (``start``: the file's size, when
+    the caller knows it). On failure, cut it off again."""
+    if start is None:
+        start = os.fstat(fd).st_size
     try:
         view = memoryview(data)
         while view:

@@ -71,9 +71,9 @@ class Index:
         """Committed snapshots no prune removed, in commit order."""
         return [e for sid, e in self.commits.items() if sid not in self.pruned]
 
-    def still_valid(self, fd: int) -> bool:
-        """Whether the file behind ``fd`` is the log this index describes (maybe grown)."""
-        st = os.fstat(fd)
+    def still_valid(self, fd: int, st: os.stat_result) -> bool:
+        """Whether the file behind ``fd`` (``st``: its ``fstat``) is the log this index
+        describes (maybe grown)."""
         return (
             (st.st_dev, st.st_ino) == self.inode
             and st.st_size >= self.end
@@ -86,11 +86,11 @@ def extend(fd: int, index: Index | None, *, source: str, checkpoint_id: str) -> 
 
     Starts over when ``index`` is ``None`` or no longer describes the file.
     """
-    if index is not None and not index.still_valid(fd):
-        index = None
     st = os.fstat(fd)
+    if index is not None and not index.still_valid(fd, st):
+        index = None
     if index is None:
-        index = _start(fd, st.st_size, source=source, checkpoint_id=checkpoint_id)
+        index = _start(fd, st, source=source, checkpoint_id=checkpoint_id)
         if index is None:
             return None
     if index.version == 1:
@@ -99,7 +99,8 @@ def extend(fd: int, index: Index | None, *, source: str, checkpoint_id: str) -> 
     return index if index.commits else None
 
 
-def _start(fd: int, size: int, *, source: str, checkpoint_id: str) -> Index | None:
+def _start(fd: int, st: os.stat_result, *, source: str, checkpoint_id: str) -> Index | None:
+    size = st.st_size
     head = os.pread(fd, _log.HEAD_SIZE, 0)
     if len(head) < _log.HEAD_SIZE:
         _log.scan(head, source=source)  # a torn header passes; a damaged one raises
@@ -111,9 +112,8 @@ def _start(fd: int, size: int, *, source: str, checkpoint_id: str) -> Index | No
         return None
     header = _log.decode_header(read_frame(fd, 0, length, source, last=end == size),
                                 source=source, checkpoint_id=checkpoint_id)
-    inode = os.fstat(fd)
     index = Index(header.checkpoint_id, header.format, header.version,
-                  (inode.st_dev, inode.st_ino), end=end, last_at=0, last_frame=head,
+                  (st.st_dev, st.st_ino), end=end, last_at=0, last_frame=head,
                   header_pruned=list(header.pruned))
     index.pruned.update(header.pruned)
     if header.version == 1:
