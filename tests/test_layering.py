@@ -16,15 +16,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "checkflow"
 
-_BASE = {"errors", "_fs"}
+_BASE = {"errors", "_fs", "_aio"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_fs": {"errors"},
+    "_aio": set(),
     "state": {"errors"},
     "sessions": {"state", "errors", "_fs"},
-    "checkpoints": {"state", "errors", "_fs"},
+    "checkpoints": {"state", "errors", "_fs", "_aio"},
     "storage": {"checkpoints", "sessions", "state", *_BASE},
-    "workflows": {"checkpoints", "state", "errors"},
+    "workflows": {"checkpoints", "state", "errors", "_aio"},
     "agents": {"workflows", "checkpoints", "sessions", "state", "errors"},
     "hosting": {"agents", "workflows", "storage", "checkpoints", "sessions", "state", *_BASE},
     "adapters": {"hosting", "agents", "workflows", "checkpoints", "sessions", "state", "errors"},

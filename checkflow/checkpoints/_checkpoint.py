@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from checkflow._aio import eager_future
 from checkflow.checkpoints import _envelope
 from checkflow.checkpoints._guard import check_not_in_use, is_active
 from checkflow.checkpoints._snapshot import CheckpointSnapshot, Format, check_state_shape
@@ -218,7 +219,10 @@ class Checkpoint:
             self._commit_lock.release()
             return snapshot
         persist = self._persist(storage, snapshot, self._persisted_head, self._restarts)
-        task = asyncio.ensure_future(persist)
+        task = eager_future(persist)
+        if task.done():  # a storage that commits without waiting (in memory)
+            self._commit_lock.release()
+            return task.result()
         # The task, not this caller, releases the lock: a cancelled caller must not let the
         # next commit start before this one's outcome is in memory.
         task.add_done_callback(_release(self._commit_lock))

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from checkflow._aio import eager_future
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, active_run
 from checkflow.errors import (
     GraphSignatureMismatchError,
@@ -326,7 +327,7 @@ class Runner:
         if checkpoint.checkpoint_storage is None:
             snapshot = await commit()
         else:  # a started storage commit finishes even if the run is cancelled meanwhile
-            task = asyncio.ensure_future(commit())
+            task = eager_future(commit())
             try:
                 snapshot = await asyncio.shield(task)
             except asyncio.CancelledError:
