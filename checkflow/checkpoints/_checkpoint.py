@@ -19,7 +19,7 @@ import msgspec
 from checkflow._aio import eager_future
 from checkflow.checkpoints import _envelope
 from checkflow.checkpoints._guard import check_not_in_use, is_active
-from checkflow.checkpoints._snapshot import CheckpointSnapshot, Format, check_state_shape
+from checkflow.checkpoints._snapshot import CheckpointSnapshot, Format
 from checkflow.errors import (
     CheckpointError,
     CheckpointInUseError,
@@ -202,7 +202,6 @@ class Checkpoint:
         changes and the error propagates as itself.
         """
         check_not_in_use(self, "commit to")
-        check_state_shape(state)
         storage = self._storage
         fmt = self.format
         await self._commit_lock.acquire()

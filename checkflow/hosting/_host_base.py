@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
+from checkflow._aio import eager_future
 from checkflow.errors import SessionError
 from checkflow.hosting._keys import CONVERSATION_KEY, ConversationKey
 from checkflow.hosting._lease import LeaseManager, new_owner_id
@@ -138,5 +139,6 @@ class HostBase:
 
 
 async def shielded(awaitable: Awaitable[T]) -> T:
-    """Finish ``awaitable`` even if the caller is cancelled (session writes must land)."""
-    return await asyncio.shield(asyncio.ensure_future(awaitable))
+    """Finish ``awaitable`` even if the caller is cancelled (session writes must land); a
+    write that never waits (in memory) costs no task."""
+    return await asyncio.shield(eager_future(awaitable))
