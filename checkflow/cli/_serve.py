@@ -183,14 +183,28 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
         options = within_descriptor_limit(options)
         quiet_accept_errors(asyncio.get_running_loop())
         server = uvicorn.Server(server_config(app, options))
-        # What is alive now (modules, the workflow, the app) lives as long as the server:
-        # keep the cyclic collector from walking it again on every full collection.
-        gc.freeze()
+        tune_collector()
         with _listening(options.host, options.port) as sock:
             shown = f"[{options.host}]" if ":" in options.host else options.host
             url = f"http://{shown}:{sock.getsockname()[1]}"
             print(_banner(target, url, options.storage, loop_name), flush=True)
             await server.serve(sockets=[sock])
+
+
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_collector() -> None:
+    """Set the cyclic garbage collector for a server, once everything it serves is loaded.
+
+    What is alive now (modules, the workflow, the app) lives as long as the server, so it is
+    frozen out of every later collection; and the youngest generation is collected after
+    10,000 allocations instead of 700: a request allocates a few thousand short-lived objects
+    that reference counting frees anyway (measured with ``bench/hosting.py``: about 6% less
+    CPU per conversation on ``memory:``).
+    """
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 def server_config(app: Any, options: ServeOptions) -> uvicorn.Config:
