@@ -16,16 +16,17 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "checkflow"
 
-_BASE = {"errors", "_fs", "_aio"}
+_BASE = {"errors", "_fs", "_aio", "_random"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_fs": {"errors"},
     "_aio": set(),
+    "_random": set(),
     "state": {"errors"},
     "sessions": {"state", "errors", "_fs"},
-    "checkpoints": {"state", "errors", "_fs", "_aio"},
+    "checkpoints": {"state", "errors", "_fs", "_aio", "_random"},
     "storage": {"checkpoints", "sessions", "state", *_BASE},
-    "workflows": {"checkpoints", "state", "errors", "_aio"},
+    "workflows": {"checkpoints", "state", "errors", "_aio", "_random"},
     "agents": {"workflows", "checkpoints", "sessions", "state", "errors"},
     "hosting": {"agents", "workflows", "storage", "checkpoints", "sessions", "state", *_BASE},
     "adapters": {"hosting", "agents", "workflows", "checkpoints", "sessions", "state", "errors"},

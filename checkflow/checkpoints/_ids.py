@@ -3,32 +3,22 @@
 UUIDv7 layout (48-bit Unix milliseconds, version, 12-bit counter, variant, 62 random bits).
 The 12-bit field is a monotonic counter within one millisecond; when it overflows the
 timestamp is advanced by one millisecond, so ids never repeat or go backwards in a process.
-The random bits come from a generator seeded from the system's randomness once per process
-(and again in a forked child): ids must be unique, not secret, and reading the system's
-randomness on every commit costs a system call that also hands the GIL to another thread.
-This module must never depend on anything but the standard library.
+The random bits come from ``checkflow._random`` (no system call per id). This module must
+never depend on anything but the standard library and that module.
 """
 
 from __future__ import annotations
 
-import os
-import random
 import threading
 import time
+
+from checkflow._random import random_bits
 
 __all__ = ["new_snapshot_id"]
 
 _lock = threading.Lock()
 _last_ms = 0
 _counter = 0
-_random = random.Random(os.urandom(32))
-
-
-def _reseed() -> None:
-    _random.seed(os.urandom(32))
-
-
-os.register_at_fork(after_in_child=_reseed)
 
 
 def new_snapshot_id() -> str:
@@ -37,13 +27,13 @@ def new_snapshot_id() -> str:
     with _lock:
         now = time.time_ns() // 1_000_000
         if now > _last_ms:
-            _last_ms, _counter = now, _random.getrandbits(10)
+            _last_ms, _counter = now, random_bits(10)
         else:
             _counter += 1
             if _counter > 0xFFF:
                 _last_ms, _counter = _last_ms + 1, 0
         ms, counter = _last_ms, _counter
-    rand = _random.getrandbits(62)
+    rand = random_bits(62)
     value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand
     h = f"{value:032x}"  # str(uuid.UUID(int=value)), without building the UUID object
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

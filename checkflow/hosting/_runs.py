@@ -11,10 +11,10 @@ a conversation may run (leases do) and never touch a checkpoint or a session.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from checkflow._random import random_hex
 from checkflow.hosting._keys import ConversationKey
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class ActiveRun:
 
     def __init__(self, key: ConversationKey, cancel: Callable[[], Awaitable[None]]) -> None:
         self.key = key
-        self.run_id = uuid.uuid4().hex
+        self.run_id = random_hex()
         self.events: list[WorkflowEvent] = []
         self.done = False
         self._cancel = cancel

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from checkflow._aio import eager_future
+from checkflow._random import random_hex
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, active_run
 from checkflow.errors import (
     GraphSignatureMismatchError,
@@ -425,7 +425,7 @@ class Runner:
                 f"response_type {type_name(response_type)} cannot be restored from a "
                 "checkpoint: name it in a @response_handler annotation of this workflow or "
                 "register it with checkflow.state.register_state_type")
-        rid = request_id if request_id is not None else uuid.uuid4().hex
+        rid = request_id if request_id is not None else random_hex()
         if rid in self._run.requests:
             raise ValueError(f"a request with id {rid!r} is already pending")
         pending = PendingRequest(rid, data, response_type, source_id)

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from checkflow._random import random_hex
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, SnapshotRecord
 from checkflow.checkpoints._ids import new_snapshot_id
 from checkflow.errors import (
@@ -160,3 +161,11 @@ def test_a_forked_child_draws_other_random_bits_for_its_snapshot_ids() -> None:
     child.join(10)
     ours = [new_snapshot_id()[-12:] for _ in range(8)]  # the 48 low random bits
     assert not set(theirs) & set(ours)
+
+
+def test_random_hex_ids_are_laid_out_as_uuid4_hex_and_unique() -> None:
+    ids = [random_hex() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for value in ids[:50]:
+        parsed = uuid.UUID(hex=value)
+        assert (parsed.version, parsed.variant, parsed.hex) == (4, uuid.RFC_4122, value)
