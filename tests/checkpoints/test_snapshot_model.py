@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import uuid
 from datetime import datetime
-from typing import Any
 
 import msgspec
 import pytest
@@ -19,6 +17,7 @@ from checkflow.errors import (
     UnregisteredStateTypeError,
     UnsupportedFormatVersionError,
 )
+from tests.forked import in_forked_child
 
 
 async def test_commit_refuses_a_state_without_exactly_the_four_buckets(make_state) -> None:
@@ -148,17 +147,8 @@ def test_snapshot_ids_are_unique_and_sort_in_creation_order_within_a_millisecond
     assert all(uuid.UUID(i).version == 7 for i in ids[:10])
 
 
-def _child_ids(queue: Any) -> None:
-    queue.put([new_snapshot_id()[-12:] for _ in range(8)])
-
-
 def test_a_forked_child_draws_other_random_bits_for_its_snapshot_ids() -> None:
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_child_ids, args=(queue,))
-    child.start()
-    theirs = queue.get(timeout=10)
-    child.join(10)
+    theirs = in_forked_child(lambda: [new_snapshot_id()[-12:] for _ in range(8)])
     ours = [new_snapshot_id()[-12:] for _ in range(8)]  # the 48 low random bits
     assert not set(theirs) & set(ours)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import hashlib
-import multiprocessing
 import os
 import struct
 import threading
@@ -23,6 +22,7 @@ from checkflow import _fs
 from checkflow.errors import SessionConflictError
 from checkflow.sessions import AgentSession, FileSessionStore
 from checkflow.sessions._versions import new_version
+from tests.forked import in_forked_child
 
 pytestmark = pytest.mark.skipif(not hasattr(fcntl, "F_OFD_SETLK"),
                                 reason="per-key locks need open-file-description locks")
@@ -150,17 +150,8 @@ async def test_an_unsynced_write_still_checks_its_condition(tmp_path: Path) -> N
     assert (await store.get("s")).state == {"n": 1}
 
 
-def _child_version(queue: Any) -> None:
-    queue.put(new_version())
-
-
 def test_versions_never_repeat_in_a_process_or_in_its_forked_children() -> None:
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_child_version, args=(queue,))
-    child.start()
-    theirs = queue.get(timeout=10)
-    child.join(10)
+    theirs = in_forked_child(new_version)
     ours = [new_version() for _ in range(1000)]
     assert len(set(ours)) == 1000
     assert theirs not in ours and theirs[:16] != ours[0][:16]  # a fork draws a new prefix
