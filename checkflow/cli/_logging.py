@@ -16,6 +16,7 @@ import datetime
 import logging
 import os
 import sys
+import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,8 +125,12 @@ class RepeatLimit(logging.Filter):
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
     """The record's ``extra`` fields (ids, trace context), ``None`` and ``""`` left out."""
-    return {k: v for k, v in record.__dict__.items()
-            if k not in _STANDARD and not k.startswith("_") and v not in (None, "")}
+    values = record.__dict__
+    extra = values.keys() - _STANDARD  # most records (every access log line) have none
+    if not extra:
+        return {}
+    return {k: values[k] for k in values if k in extra and not k.startswith("_")
+            and values[k] not in (None, "")}
 
 
 class TextFormatter(logging.Formatter):
@@ -133,6 +138,18 @@ class TextFormatter(logging.Formatter):
 
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._second, self._stamp = -1, ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        """As ``logging.Formatter`` writes it; the seconds part is formatted once a second
+        (the handler's lock orders the calls)."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._second = second
+            self._stamp = time.strftime(self.default_time_format, self.converter(record.created))
+        return f"{self._stamp},{int(record.msecs):03d}"  # logging's default_msec_format
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)

@@ -7,6 +7,7 @@ import pydantic (a model is recognised by its method) and never raise for an odd
 
 from __future__ import annotations
 
+import functools
 import typing
 from typing import Any
 
@@ -27,6 +28,22 @@ def response_schema(response_type: Any) -> dict[str, Any]:
             return {}
         return schema if isinstance(schema, dict) else {}
     try:
+        return msgspec.json.decode(_schema_json(response_type), type=dict[str, Any])  # fresh
+    except TypeError:  # an unhashable annotation: not cached
+        pass
+    except ValueError:
+        return {}
+    try:
         return msgspec.json.schema(response_type)
     except (TypeError, ValueError):
         return {}
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_json(response_type: Any) -> bytes:
+    """msgspec's schema of ``response_type``, encoded: computing it costs far more than
+    decoding it again, and a view names it on every answer that waits for a response."""
+    try:
+        return msgspec.json.encode(msgspec.json.schema(response_type))
+    except TypeError as exc:  # no schema can be made: cached as "anything goes"
+        raise ValueError(str(exc)) from exc

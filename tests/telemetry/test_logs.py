@@ -117,3 +117,22 @@ def test_the_filter_stamps_trace_and_span_ids_inside_a_span_only() -> None:
     context = span.get_span_context()
     assert inside.trace_id == format(context.trace_id, "032x")  # type: ignore[attr-defined]
     assert inside.span_id == format(context.span_id, "016x")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("created", [1_700_000_000.123456, 1_700_000_000.9995, 1_700_000_001.0,
+                                     1_764_600_000.5])
+def test_the_text_format_keeps_the_standard_time_and_appends_only_extra_fields(
+    created: float,
+) -> None:
+    from checkflow.cli._logging import TextFormatter
+
+    ours = TextFormatter()
+    standard = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for extra in ({}, {"conversation_id": "c-1", "checkpoint_id": None, "_private": 1}):
+        record = logging.makeLogRecord({"name": "uvicorn.access", "levelno": logging.INFO,
+                                        "levelname": "INFO", "msg": "%s - %d",
+                                        "args": ("x", 200), **extra})
+        record.created, record.msecs = created, (created - int(created)) * 1000 // 1
+        expected = standard.format(record) + (" conversation_id=c-1" if extra else "")
+        assert ours.format(record) == expected
+        assert ours.format(record) == expected  # the cached second gives the same line
