@@ -139,26 +139,33 @@ _FLOCK_STRUCT = "hhqqi4x"  # struct flock: l_type, l_whence, l_start, l_len, l_p
 
 
 @contextlib.contextmanager
-def key_lock(path: Path, key: str) -> Iterator[None]:
+def key_lock(path: Path, key: str, *, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive lock on ``key`` alone, in the permanent lock file ``path``.
 
     Where the system has open-file-description record locks (Linux), it locks one byte at an
     offset given by a 62-bit hash of ``key``, so writers of different keys never wait for
     each other (across threads and processes alike) and no lock file per key piles up.
     Elsewhere it falls back to ``exclusive_lock(path)``: correct, but one writer at a time.
+    ``shared=True`` is a reader's lock: it waits for the key's writer only, opens the lock
+    file read-only and never creates it (a missing file: ``FileNotFoundError``).
     Blocks the calling thread: call it from a worker thread.
     """
     fcntl = _fcntl()
     ofd_lock = getattr(fcntl, "F_OFD_SETLKW", None)  # Linux >= 3.15; else whole-file flock
     if ofd_lock is None:
+        if shared:
+            with _flocked(os.open(path, os.O_RDONLY), fcntl, fcntl.LOCK_SH):
+                yield
+            return
         with exclusive_lock(path):
             yield
         return
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
     offset = int.from_bytes(digest, "big") >> 2  # below 2**62: a valid off_t
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDONLY) if shared else os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    kind = fcntl.F_RDLCK if shared else fcntl.F_WRLCK
     try:
-        fcntl.fcntl(fd, ofd_lock, struct.pack(_FLOCK_STRUCT, fcntl.F_WRLCK, os.SEEK_SET,
+        fcntl.fcntl(fd, ofd_lock, struct.pack(_FLOCK_STRUCT, kind, os.SEEK_SET,
                                                offset, 1, 0))
         try:
             yield

@@ -12,9 +12,10 @@ flushed there (one ``fdatasync``: no temporary file, rename or folder sync); a w
 loss is harmless (``durable=False``, a lease) is not synced at all, and a crash brings back
 the last durable record, never a torn one. A create-only write, a record that outgrows its
 slot and the first write to a version 1 file (one envelope, replaced whole: still read) make
-the file whole with ``atomic_write`` (a create always durably). Reads take no lock unless they
-meet a slot mid-write, and open nothing for writing, so they work on a read-only store; disk
-faults surface as ``StorageError``s. This module must never block the event loop.
+the file whole with ``atomic_write``, always durably (later writes in place flush data only,
+which would not make the file's name durable). Reads take no lock unless they meet a slot
+mid-write (then a shared one), and open nothing for writing, so they work on a read-only
+store; disk faults surface as ``StorageError``s. This module must never block the event loop.
 """
 
 from __future__ import annotations
@@ -28,10 +29,18 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from checkflow import state
-from checkflow._fs import LoopLocks, atomic_write, key_lock, os_errors_as, safe_name, write_at
+from checkflow._fs import (
+    LoopLocks,
+    atomic_write,
+    fsync_directory,
+    key_lock,
+    os_errors_as,
+    safe_name,
+    write_at,
+)
 from checkflow.errors import CorruptSessionError, StateError, StorageError
 from checkflow.sessions._session import AgentSession
-from checkflow.sessions._slots import Slots, is_slotted, new_file, pack, read_slots
+from checkflow.sessions._slots import HEAD_SIZE, Slots, is_slotted, new_file, pack, read_slots
 from checkflow.sessions._versions import (
     check_expected_version,
     check_write_condition,
@@ -212,7 +221,9 @@ class FileSessionStore:
             finally:
                 if fd is not None:
                     os.close(fd)
-            atomic_write(path, new_file(payload, sequence), sync_directory=durable)
+            # Always durably, even for a lease: later writes go in place with a data flush
+            # only, which would not make this file's name durable.
+            atomic_write(path, new_file(payload, sequence))
         return version
 
     def _read_settled(self, session_id: str) -> bytes | None:
@@ -226,7 +237,7 @@ class FileSessionStore:
             return data
         with contextlib.ExitStack() as locked:
             try:
-                locked.enter_context(key_lock(self.root / _LOCK_NAME, session_id))
+                locked.enter_context(key_lock(self.root / _LOCK_NAME, session_id, shared=True))
             except OSError:
                 return data
             return _read_or_none(path)
@@ -244,7 +255,10 @@ class FileSessionStore:
                     expected_version=expected_version,
                     actual_version=self._revision_or_none(session_id),
                 )
-            self.path_for(session_id).unlink(missing_ok=True)
+            path = self.path_for(session_id)
+            if path.exists():
+                path.unlink(missing_ok=True)
+                fsync_directory(self.root)  # a deleted session must not come back
 
     def _revision_or_none(self, session_id: str) -> str | None:
         path = self.path_for(session_id)
@@ -278,12 +292,17 @@ def _read_or_none(path: Path) -> bytes | None:
 
 def _write_slot(fd: int, record: bytes, offset: int, before: bytes, durable: bool) -> None:
     """Write ``record`` into its slot; if that fails (a full disk, a failed flush), put the
-    slot's previous bytes back, so readers never see a write that was reported failed."""
+    slot's previous bytes back and flush them, so a write reported failed is not read later
+    (a reader in between may have seen it: its compare-and-set then fails). If even that
+    fails, the record's head is zeroed, which makes the slot read as empty."""
     try:
         write_at(fd, record, offset, sync=durable)
     except BaseException:
-        with contextlib.suppress(OSError):  # best effort: the other slot is intact anyway
-            write_at(fd, before[offset:offset + len(record)], offset, sync=False)
+        try:
+            write_at(fd, before[offset:offset + len(record)], offset, sync=True)
+        except OSError:
+            with contextlib.suppress(OSError):  # the other slot is intact anyway
+                write_at(fd, bytes(HEAD_SIZE), offset, sync=True)
         raise
 
 

@@ -26,11 +26,12 @@ import zlib
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["MAGIC", "Record", "Slots", "is_slotted", "new_file", "pack", "read_slots"]
+__all__ = ["HEAD_SIZE", "MAGIC", "Record", "Slots", "is_slotted", "new_file", "pack", "read_slots"]
 
 MAGIC: Final = b"CFS2"
 _HEAD: Final = struct.Struct("<4sIQII")  # magic, crc32, sequence, length, flags
 _CHECKED: Final = struct.Struct("<QII")  # what the CRC covers before the payload
+HEAD_SIZE: Final = _HEAD.size
 _DURABLE: Final = 1
 _PAGE: Final = 4096
 
@@ -68,8 +69,13 @@ class Slots:
 
 
 def is_slotted(data: bytes) -> bool:
-    """Whether ``data`` is to be read as a two-slot file: anything but a version 1 envelope,
-    which is one JSON object or one MessagePack map of five fields."""
+    """Whether ``data`` is to be read as a two-slot file: one whose either slot starts with
+    the magic, else anything but a version 1 envelope (one JSON object or one MessagePack map
+    of five fields), so a damaged first byte never passes a two-slot file off as version 1."""
+    half = len(data) // 2
+    if len(data) >= 2 * _PAGE and len(data) % (2 * _PAGE) == 0 and MAGIC in (
+            data[:4], data[half:half + 4]):
+        return True
     return data[:1] not in (b"{", b"\x85")
 
 
@@ -84,7 +90,8 @@ def pack(payload: bytes, sequence: int, *, durable: bool) -> bytes:
 def new_file(payload: bytes, sequence: int) -> bytes:
     """A whole file holding ``payload`` in slot 0, the other slot empty.
 
-    Its record is marked durable: the file is synced before it replaces anything. Slots have
+    Its record is marked durable: the store syncs the file and its folder before anything
+    else is written (``atomic_write``), whatever the write asked for. Slots have
     room for the record to double before the file must be made again; every byte is
     written (no holes), so later writes in place never allocate.
     """
@@ -108,9 +115,10 @@ def read_slots(data: bytes) -> Slots:
     intact = [r for r in records if r is not None]
     newest = max(intact, key=lambda r: r.sequence, default=None)
     durable = max((r for r in intact if r.durable), key=lambda r: r.sequence, default=None)
-    # Never overwrite the newest durable record; with none intact, slot 0 was the last one
-    # made whole, so write the other.
-    target = 1 - durable.slot if durable is not None else 1
+    # Never overwrite the newest durable record; with none intact (a double fault), spare
+    # the newest intact one.
+    spared = durable if durable is not None else newest
+    target = 1 - spared.slot if spared is not None else 1
     return Slots(slot_size, newest, target, torn)
 
 

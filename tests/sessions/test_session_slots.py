@@ -10,6 +10,7 @@ never a torn one and never an older one.
 from __future__ import annotations
 
 import asyncio
+import errno
 import shutil
 import tempfile
 import threading
@@ -23,9 +24,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checkflow.agents import ChatMessage
-from checkflow.errors import CorruptSessionError, SessionConflictError
+from checkflow.errors import CorruptSessionError, SessionConflictError, StorageError
 from checkflow.sessions import AgentSession, FileSessionStore, _file
-from checkflow.sessions._slots import MAGIC, read_slots
+from checkflow.sessions._slots import HEAD_SIZE, MAGIC, pack, read_slots
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sessions_v1" / "store"
 BLOCK = 64  # finer than any disk's sector: a harsher model than the real one
@@ -107,6 +108,45 @@ async def test_a_file_with_no_intact_record_is_corrupt_and_an_unconditional_writ
     assert (await store.get("s")).state == {"n": 1}
 
 
+async def test_a_version_1_file_converted_by_a_lease_reads_as_two_slots(tmp_path: Path) -> None:
+    root = tmp_path / "json"
+    shutil.copytree(FIXTURE / "json", root)
+    store = FileSessionStore(root)
+    old = await store.get("conv")
+    assert old is not None
+    await store.set(old, expected_version=old.version, durable=False)  # made whole
+    await store.set(old, expected_version=old.version)  # then in place
+    assert _slots(store, "conv").newest.slot == 1
+
+
+async def test_a_damaged_first_byte_never_passes_a_two_slot_file_off_as_version_1(
+    tmp_path: Path,
+) -> None:
+    store = FileSessionStore(tmp_path)
+    session = AgentSession("s", {"n": 0})
+    await store.set(session, create=True)
+    session.state["n"] = 1
+    await store.set(session, expected_version=session.version)  # slot 1, durable
+    path = store.path_for("s")
+    data = bytearray(path.read_bytes())
+    data[0] = ord("{")  # slot 0 torn into what looks like a JSON envelope's start
+    path.write_bytes(bytes(data))
+    loaded = await store.get("s")
+    assert loaded is not None and loaded.state == {"n": 1}
+    await store.set(loaded, expected_version=loaded.version)  # and writes go on
+
+
+def test_with_no_durable_record_intact_a_write_spares_the_newest_intact_one() -> None:
+    slot = 4096
+    lease = pack(b"lease", 7, durable=False)
+    data = bytearray(2 * slot)
+    data[:4] = MAGIC  # slot 0: a torn record (its head names nothing intact)
+    data[slot:slot + len(lease)] = lease
+    slots = read_slots(bytes(data))
+    assert slots.torn and slots.newest is not None and slots.newest.payload == b"lease"
+    assert slots.target == 0
+
+
 def test_a_file_that_is_not_two_whole_slots_is_named_as_such(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="whole pages in two halves; this one is 5000 bytes"):
         read_slots(MAGIC + bytes(4996))
@@ -153,6 +193,38 @@ async def test_a_reader_meeting_a_slot_mid_write_reads_again_once_the_writer_is_
     assert loaded is not None and loaded.state == {"n": 1}  # not slot 0's older {"n": 0}
 
 
+async def test_a_failed_write_is_not_read_even_when_its_slot_cannot_be_put_back(
+    tmp_path: Path,
+) -> None:
+    store = FileSessionStore(tmp_path)
+    session = AgentSession("s", {"n": 0})
+    await store.set(session, create=True)
+    session.state["n"] = 1
+    await store.set(session, expected_version=session.version)  # slot 1 holds the newest
+    real, calls = _file.write_at, []
+
+    def failing(fd: int, data: bytes, offset: int, *, sync: bool) -> None:
+        calls.append(len(data))
+        if len(calls) == 1:  # the record lands in the page cache, then its flush fails
+            real(fd, data, offset, sync=False)
+            raise OSError(errno.EIO, "Input/output error")
+        if len(calls) == 2:  # putting the old bytes back fails too
+            raise OSError(errno.EIO, "Input/output error")
+        real(fd, data, offset, sync=sync)  # the head is zeroed
+
+    session.state["n"] = 2
+    with mock.patch.object(_file, "write_at", failing), pytest.raises(StorageError):
+        await store.set(session, expected_version=store_version(session))
+    assert calls[2] == HEAD_SIZE
+    loaded = await FileSessionStore(tmp_path).get("s")
+    assert loaded is not None and loaded.state == {"n": 1}
+
+
+def store_version(session: AgentSession) -> str:
+    assert session.version is not None
+    return session.version
+
+
 async def test_a_torn_slot_on_a_store_that_cannot_be_locked_reads_the_other_slot(
     tmp_path: Path,
 ) -> None:
@@ -163,13 +235,10 @@ async def test_a_torn_slot_on_a_store_that_cannot_be_locked_reads_the_other_slot
     data = bytearray(path.read_bytes())
     data[len(data) // 2 + 40] ^= 0xFF
     path.write_bytes(bytes(data))
-
-    def unlockable(*_: Any) -> Any:
-        raise PermissionError("read-only")
-
-    with mock.patch.object(_file, "key_lock", unlockable):
-        loaded = await store.get("s")
+    (tmp_path / ".lock").unlink()  # a copy without its lock file: a reader creates nothing
+    loaded = await store.get("s")
     assert loaded is not None and loaded.state == {"n": 0}
+    assert not (tmp_path / ".lock").exists()
 
 
 class _Disk:

@@ -21,6 +21,7 @@ import pytest
 from checkflow import _fs
 from checkflow.errors import SessionConflictError
 from checkflow.sessions import AgentSession, FileSessionStore
+from checkflow.sessions import _file as session_file
 from checkflow.sessions._versions import new_version
 from tests.forked import in_forked_child
 
@@ -117,6 +118,7 @@ def syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(_fs.os, "fsync", fsync)
     monkeypatch.setattr(_fs.os, "fdatasync", fdatasync)
     monkeypatch.setattr(_fs, "fsync_directory", fsync_directory)
+    monkeypatch.setattr(session_file, "fsync_directory", fsync_directory)  # (a delete's)
     yield seen
 
 
@@ -195,3 +197,48 @@ async def test_a_first_write_still_lands_when_another_made_the_folder_meanwhile(
     await store.set(AgentSession("s", {"n": 1}), create=True)
     assert len(attempts) == 2
     assert (await FileSessionStore(root).get("s")).state == {"n": 1}
+
+
+async def test_a_file_made_whole_is_always_synced_with_its_folder(
+    tmp_path: Path, syncs: list[str]
+) -> None:
+    """Later writes go in place with a data flush only, which would not make the file's name
+    durable: so a write that makes the file whole syncs its folder even for a lease."""
+    store = FileSessionStore(tmp_path)
+    await store.set(AgentSession("blind", {"n": 0}), durable=False)  # no file yet
+    assert syncs == ["file", "dir"]
+    syncs.clear()
+    session = AgentSession("s", {"text": "x"})
+    await store.set(session, create=True)
+    syncs.clear()
+    session.state["text"] = "x" * 20_000  # outgrows its slot
+    await store.set(session, expected_version=session.version, durable=False)
+    assert syncs == ["file", "dir"]
+
+
+async def test_a_delete_syncs_the_folder_and_a_missing_session_syncs_nothing(
+    tmp_path: Path, syncs: list[str]
+) -> None:
+    store = FileSessionStore(tmp_path)
+    await store.set(AgentSession("s", {"n": 0}), create=True)
+    syncs.clear()
+    await store.delete("s")
+    assert syncs == ["dir"]  # a deleted session must not come back after a crash
+    syncs.clear()
+    await store.delete("s")
+    assert syncs == []
+    assert await store.get("s") is None
+
+
+def test_a_shared_key_lock_admits_readers_excludes_writers_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    lock = tmp_path / ".lock"
+    with pytest.raises(FileNotFoundError), _fs.key_lock(lock, "a", shared=True):
+        pass
+    assert not lock.exists()
+    lock.touch()
+    with _fs.key_lock(lock, "a", shared=True), _fs.key_lock(lock, "a", shared=True):
+        assert not _try_lock(lock, "a")  # a writer of "a" must wait for the readers
+        assert _try_lock(lock, "b")
+    assert _try_lock(lock, "a")
