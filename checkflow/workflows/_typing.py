@@ -96,7 +96,9 @@ def _class_of(tp: Any) -> type | None:
 
 def value_matches(value: Any, tp: Any) -> bool:
     """Whether ``value`` fits the annotation ``tp`` (container items checked one level deep)."""
-    if tp is typing.Any or tp is object:
+    if type(tp) is type:  # a plain class, the common case (``object`` and ``NoneType`` too)
+        return isinstance(value, tp)
+    if tp is typing.Any:
         return True
     if _is_union(tp):
         return any(value_matches(value, m) for m in annotation_members(tp))
