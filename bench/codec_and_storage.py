@@ -86,16 +86,21 @@ def bench_codec() -> None:
     )
 
 
+def append_fsync(path: str, data: bytes) -> None:
+    """One append of ``data`` to ``path`` and its fsync: what any durable commit pays."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def bare_write_fsync(path: str, data: bytes, rounds: int) -> float:
     """Mean seconds of one append + fsync of ``data`` (the floor any durable commit pays)."""
     started = time.perf_counter()
     for _ in range(rounds):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_fsync(path, data)
     return (time.perf_counter() - started) / rounds
 
 

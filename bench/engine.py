@@ -69,6 +69,7 @@ from _peers_engine import (
     run_peer_workloads_in,
     touched,
 )
+from codec_and_storage import append_fsync, bare_write_fsync
 
 from checkflow.checkpoints import CheckpointStorage
 from checkflow.errors import WorkflowConvergenceError
@@ -302,26 +303,12 @@ def touch_floor(payload: Any, rounds: int = 50) -> str:
     encode = (time.perf_counter() - began) / rounds
     with tempfile.TemporaryDirectory(prefix="checkflow-bench-") as tmp:
         path = os.path.join(tmp, "floor")
-        began = time.perf_counter()
-        for _ in range(rounds):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        write = (time.perf_counter() - began) / rounds
+        write = bare_write_fsync(path, data, rounds)
         # The same two steps alternating, as a superstep does them: on a virtual disk an
         # fsync that follows other work costs several times one that follows another fsync.
         began = time.perf_counter()
         for _ in range(rounds):
-            data = encoder.encode(plain)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            append_fsync(path, encoder.encode(plain))
         alternating = (time.perf_counter() - began) / rounds
     return (f"  floor: msgspec.json encode {encode * 1e6:,.0f} µs + write+fsync "
             f"{write * 1e6:,.0f} µs = {(encode + write) * 1e6:,.0f} µs; the two alternating "

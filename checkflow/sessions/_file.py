@@ -110,10 +110,9 @@ class FileSessionStore:
         """A fresh copy of the stored session or ``None``; a bad file: ``CorruptSessionError``."""
         path = self.path_for(session_id)
         with _faults("session read", self, session_id):
-            data = await asyncio.to_thread(self._read_settled, session_id)
-        if data is None:
+            payload = await asyncio.to_thread(self._read_envelope, session_id)
+        if payload is None:
             return None
-        payload, _ = _contents(data, path)
         envelope = _parse(payload, path, session_id)
         try:
             session = state.decode(bytes(envelope.session), format=_sniff(payload))
@@ -226,21 +225,29 @@ class FileSessionStore:
             atomic_write(path, new_file(payload, sequence))
         return version
 
-    def _read_settled(self, session_id: str) -> bytes | None:
-        """The file's bytes; read again under the session's lock if a slot looked torn (a
-        write in progress elsewhere), so a reader never mistakes it for a crash's leftover
-        and returns the record before the newest. A store that cannot be locked (read-only)
-        has no writer: its first read stands."""
+    def _read_envelope(self, session_id: str) -> bytes | None:
+        """The envelope the session's file holds (``None``: no file). A file with a slot
+        failing its checksum is read again under the session's shared lock (a write in
+        progress elsewhere), so a reader never mistakes it for a crash's leftover and returns
+        the record before the newest. A store that cannot be locked (read-only) has no
+        writer: its first read stands."""
         path = self.path_for(session_id)
         data = _read_or_none(path)
-        if data is None or not is_slotted(data) or not _torn(data):
-            return data
+        if data is None:
+            return None
+        try:
+            payload, slots = _contents(data, path)
+            if slots is None or not slots.torn:
+                return payload
+        except CorruptSessionError:
+            pass  # damaged, or met mid-write: read again once the writer is done
         with contextlib.ExitStack() as locked:
             try:
                 locked.enter_context(key_lock(self.root / _LOCK_NAME, session_id, shared=True))
             except OSError:
-                return data
-            return _read_or_none(path)
+                return _contents(data, path)[0]
+            data = _read_or_none(path)
+        return None if data is None else _contents(data, path)[0]
 
     def _compare_and_unlink(self, session_id: str, expected_version: str | None) -> None:
         if not self.root.is_dir():
@@ -313,13 +320,6 @@ def _read_fd(fd: int) -> bytes:
     while len(data) < size and (more := os.pread(fd, size - len(data), len(data))):
         data += more
     return data
-
-
-def _torn(data: bytes) -> bool:
-    try:
-        return read_slots(data).torn
-    except ValueError:
-        return False  # not a two-slot file at all: reading it again would not help
 
 
 def _contents(data: bytes, path: Path) -> tuple[bytes, Slots | None]:

@@ -61,7 +61,7 @@ class Slots:
     torn: bool
 
     def fits(self, payload: bytes) -> bool:
-        return _HEAD.size + len(payload) <= self.slot_size
+        return HEAD_SIZE + len(payload) <= self.slot_size
 
     def offset(self) -> int:
         """Where the next record is written."""

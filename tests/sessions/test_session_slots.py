@@ -36,6 +36,24 @@ def _slots(store: FileSessionStore, session_id: str = "s") -> Any:
     return read_slots(store.path_for(session_id).read_bytes())
 
 
+async def _two_records(root: Path, *, durable: bool) -> tuple[FileSessionStore, AgentSession]:
+    """A store whose session "s" was created as ``{"n": 0}`` (slot 0), then written as
+    ``{"n": 1}`` (slot 1, the newest record)."""
+    store = FileSessionStore(root)
+    session = AgentSession("s", {"n": 0})
+    await store.set(session, create=True)
+    session.state["n"] = 1
+    await store.set(session, expected_version=session.version, durable=durable)
+    return store, session
+
+
+def _torn(data: bytes, slot: int) -> bytes:
+    """``data`` with one byte of ``slot``'s record flipped: its checksum fails."""
+    damaged = bytearray(data)
+    damaged[slot * len(data) // 2 + 40] ^= 0xFF
+    return bytes(damaged)
+
+
 async def test_writes_never_overwrite_the_newest_durable_record(tmp_path: Path) -> None:
     store = FileSessionStore(tmp_path)
     session = AgentSession("s", {"n": 0})
@@ -96,9 +114,7 @@ async def test_a_file_with_no_intact_record_is_corrupt_and_an_unconditional_writ
     store = FileSessionStore(tmp_path)
     await store.set(AgentSession("s", {"n": 0}), create=True)
     path = store.path_for("s")
-    data = bytearray(path.read_bytes())
-    data[30] ^= 0xFF  # inside slot 0's payload; slot 1 was never written
-    path.write_bytes(bytes(data))
+    path.write_bytes(_torn(path.read_bytes(), 0))  # slot 1 was never written
     with pytest.raises(CorruptSessionError, match="no intact record") as caught:
         await store.get("s")
     assert caught.value.source == str(path)
@@ -122,11 +138,7 @@ async def test_a_version_1_file_converted_by_a_lease_reads_as_two_slots(tmp_path
 async def test_a_damaged_first_byte_never_passes_a_two_slot_file_off_as_version_1(
     tmp_path: Path,
 ) -> None:
-    store = FileSessionStore(tmp_path)
-    session = AgentSession("s", {"n": 0})
-    await store.set(session, create=True)
-    session.state["n"] = 1
-    await store.set(session, expected_version=session.version)  # slot 1, durable
+    store, _ = await _two_records(tmp_path, durable=True)
     path = store.path_for("s")
     data = bytearray(path.read_bytes())
     data[0] = ord("{")  # slot 0 torn into what looks like a JSON envelope's start
@@ -172,18 +184,12 @@ async def test_a_reader_meeting_a_slot_mid_write_reads_again_once_the_writer_is_
 ) -> None:
     from tests.sessions.test_session_write_path import HeldLock
 
-    store = FileSessionStore(tmp_path)
-    session = AgentSession("s", {"n": 0})
-    await store.set(session, create=True)
-    await store.set(AgentSession("s", {"n": 1}), durable=False)  # slot 1: the newest
+    store, _ = await _two_records(tmp_path, durable=False)
     path = store.path_for("s")
     whole = path.read_bytes()
-    slot_size = len(whole) // 2
     held = HeldLock(tmp_path / ".lock", "s")  # "another process" is rewriting slot 1
     try:
-        torn = bytearray(whole)
-        torn[slot_size + 40] ^= 0xFF
-        path.write_bytes(bytes(torn))
+        path.write_bytes(_torn(whole, 1))
         reading = asyncio.ensure_future(store.get("s"))
         assert await asyncio.to_thread(first_read.wait, 10)
         path.write_bytes(whole)  # the writer finishes (here: slot 1 as it was) and unlocks
@@ -196,11 +202,7 @@ async def test_a_reader_meeting_a_slot_mid_write_reads_again_once_the_writer_is_
 async def test_a_failed_write_is_not_read_even_when_its_slot_cannot_be_put_back(
     tmp_path: Path,
 ) -> None:
-    store = FileSessionStore(tmp_path)
-    session = AgentSession("s", {"n": 0})
-    await store.set(session, create=True)
-    session.state["n"] = 1
-    await store.set(session, expected_version=session.version)  # slot 1 holds the newest
+    store, session = await _two_records(tmp_path, durable=True)
     real, calls = _file.write_at, []
 
     def failing(fd: int, data: bytes, offset: int, *, sync: bool) -> None:
@@ -214,27 +216,18 @@ async def test_a_failed_write_is_not_read_even_when_its_slot_cannot_be_put_back(
 
     session.state["n"] = 2
     with mock.patch.object(_file, "write_at", failing), pytest.raises(StorageError):
-        await store.set(session, expected_version=store_version(session))
+        await store.set(session, expected_version=session.version)
     assert calls[2] == HEAD_SIZE
     loaded = await FileSessionStore(tmp_path).get("s")
     assert loaded is not None and loaded.state == {"n": 1}
 
 
-def store_version(session: AgentSession) -> str:
-    assert session.version is not None
-    return session.version
-
-
 async def test_a_torn_slot_on_a_store_that_cannot_be_locked_reads_the_other_slot(
     tmp_path: Path,
 ) -> None:
-    store = FileSessionStore(tmp_path)
-    await store.set(AgentSession("s", {"n": 0}), create=True)
-    await store.set(AgentSession("s", {"n": 1}), durable=False)
+    store, _ = await _two_records(tmp_path, durable=False)
     path = store.path_for("s")
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2 + 40] ^= 0xFF
-    path.write_bytes(bytes(data))
+    path.write_bytes(_torn(path.read_bytes(), 1))
     (tmp_path / ".lock").unlink()  # a copy without its lock file: a reader creates nothing
     loaded = await store.get("s")
     assert loaded is not None and loaded.state == {"n": 0}
