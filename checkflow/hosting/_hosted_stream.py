@@ -65,9 +65,9 @@ class HostedRunStream(HostedRun):
     def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
         return self._events()
 
-    async def _events(self, *, shield_end: bool = True) -> AsyncIterator[WorkflowEvent]:
+    async def _events(self) -> AsyncIterator[WorkflowEvent]:
         """The events; at the end, the session is stored (shielded from the consumer's
-        cancellation unless the caller already runs this in a shielded task)."""
+        cancellation)."""
         exhausted = False
         try:
             async for event in self._inner:
@@ -78,7 +78,7 @@ class HostedRunStream(HostedRun):
             exhausted = True  # the failure is reported by get_result()
         finally:
             if exhausted and not self._finishing:
-                await (shielded(self._complete()) if shield_end else self._complete())
+                await shielded(self._complete())
             elif not exhausted:
                 await self.aclose()
 
@@ -102,10 +102,19 @@ class HostedRunStream(HostedRun):
             self._end()
 
     async def _drain(self) -> None:
-        """Run the rest of the stream; only ever awaited through ``shielded``."""
-        self._inner.unpaced()  # every event is read to the end: no switch per event
-        async for _ in self._events(shield_end=False):
-            pass
+        """Run the rest of the stream; only ever awaited through ``shielded``.
+
+        ``_events`` without an iterator step per event: each is published as it is taken,
+        the session stored at the end, and a run that stops early closes the stream."""
+        try:  # every event is read to the end: unpaced, no switch per event
+            await self._inner.drain(self._active.publish)
+        except FAILURES:
+            pass  # the failure is reported by get_result()
+        except BaseException:
+            await self.aclose()
+            raise
+        if not self._finishing:
+            await self._complete()
 
     async def get_result(self) -> HostedRunResult:
         """The run's outcome (runs the rest of the stream if it was not consumed)."""

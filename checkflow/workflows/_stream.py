@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from checkflow.workflows._events import WorkflowEvent
@@ -82,12 +83,28 @@ class WorkflowRunStream:
         """
         self._handoff.paced = False
 
+    async def drain(self, each: Callable[[WorkflowEvent], object]) -> None:
+        """Run to the end unpaced, calling ``each(event)`` for every event in order.
+
+        What ``async for event in stream: each(event)`` after ``unpaced()`` does, without an
+        iterator step per event (a host draining a turn). Raises the run's error, if any;
+        returns early when the stream is closed meanwhile.
+        """
+        self.unpaced()
+        task = self._started()
+        take = self._handoff.take
+        while not self._cancelled:
+            event = await take()
+            if event is None:
+                if not task.cancelled():
+                    task.result()  # raises the run's error, if any
+                return
+            each(event)
+
     async def get_result(self) -> WorkflowRunResult:
         """Drain the remaining events and return the final result (or raise the run's error)."""
         if not self._cancelled:
-            self.unpaced()
-            async for _ in self:
-                pass
+            await self.drain(_ignore)
         if self._cancelled:  # closed before, or by another task while this one drained
             return self._runner.result(RunStatus.CANCELLED)
         return self._started().result()
@@ -109,6 +126,10 @@ class WorkflowRunStream:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
+
+
+def _ignore(_event: WorkflowEvent) -> None:
+    pass
 
 
 class _Handoff:

@@ -276,3 +276,35 @@ async def test_an_unpaced_stream_still_stops_at_aclose():
     result = await asyncio.wait_for(consumer, timeout=10)
     assert result.status is RunStatus.CANCELLED
     assert [s.metadata["boundary"] for s in result.checkpoint.snapshots] == ["input_accepted"]
+
+
+async def test_drain_hands_every_event_over_in_order_then_the_result_is_ready():
+    workflow = build_factor()
+    stream = workflow.run(2, stream=True, checkpoint=workflow.create_checkpoint())
+    seen: list[WorkflowEvent] = []
+    await stream.drain(seen.append)
+    result = await stream.get_result()
+    assert seen == result.events and len(seen) == 19
+    assert result.status is RunStatus.AWAITING_RESPONSES
+
+
+async def test_drain_raises_the_runs_failure_after_handing_over_its_events():
+    stream = WorkflowBuilder(start_executor=Broken(id="broken")).build().run(1, stream=True)
+    seen: list[WorkflowEvent] = []
+    with pytest.raises(WorkflowRunError) as caught:
+        await stream.drain(seen.append)
+    assert isinstance(caught.value.__cause__, ZeroDivisionError)
+    assert seen[-1] == WorkflowStatusEvent(RunStatus.FAILED)
+
+
+async def test_drain_returns_when_the_stream_is_closed_meanwhile():
+    entered = asyncio.Event()
+    workflow = WorkflowBuilder(start_executor=Slow(id="slow", entered=entered)).build()
+    stream = workflow.run(1, stream=True, checkpoint=workflow.create_checkpoint())
+    seen: list[WorkflowEvent] = []
+    draining = asyncio.ensure_future(stream.drain(seen.append))
+    await asyncio.wait_for(entered.wait(), timeout=10)
+    await stream.aclose()
+    await asyncio.wait_for(draining, timeout=10)
+    assert isinstance(seen[0], WorkflowStartedEvent)
+    assert (await stream.get_result()).status is RunStatus.CANCELLED
