@@ -231,7 +231,7 @@ class Checkpoint:
         limit = self.max_state_bytes
         if limit is None:
             return
-        size = sum(len(d) for parts in snapshot.record.parts.values() for d in parts.values())
+        size = sum([sum(map(len, parts.values())) for parts in snapshot.record.parts.values()])
         if size > limit:
             raise StateTooLargeError(self.checkpoint_id, size=size, limit=limit)
 

@@ -8,8 +8,8 @@ never talks to a storage.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
@@ -49,6 +49,8 @@ READABLE_FORMAT_VERSIONS = (2, 3)
 STATE_BUCKETS = ("workflow_state", "executor_states", "edge_states", "messages")
 MESSAGE_KEYS = ("input", "pending", "output")
 _FORMATS = ("json", "msgpack")
+_BUCKET_SET = frozenset(STATE_BUCKETS)
+_MESSAGE_SET = frozenset(MESSAGE_KEYS)
 
 
 class SnapshotHeader(msgspec.Struct, frozen=True):
@@ -100,6 +102,11 @@ class SnapshotRecord(msgspec.Struct, frozen=True):
 
 def check_state_shape(state: Mapping[str, Any]) -> None:
     """Refuse a state that is not exactly the four buckets (and ``messages`` its three keys)."""
+    if (type(state) is dict and state.keys() == _BUCKET_SET
+            and type(state["workflow_state"]) is dict and type(state["executor_states"]) is dict
+            and type(state["edge_states"]) is dict and type(messages := state["messages"]) is dict
+            and messages.keys() == _MESSAGE_SET):
+        return  # the shape every commit of the engine has: plain dicts, checked at C speed
     if not isinstance(state, Mapping):
         raise TypeError(f"snapshot state must be a dict, not {type(state).__name__}")
     if set(state) != set(STATE_BUCKETS):
@@ -152,7 +159,7 @@ def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, 
             if not isinstance(key, str):
                 raise TypeError(f"snapshot state[{bucket!r}] keys must be str, got {key!r}")
             if type(value) is EncodedPart:
-                encoded[key] = value.reencoded(fmt)
+                encoded[key] = value.data if value.format == fmt else value.reencoded(fmt)
                 continue
             encoded[key] = codec.encode(value, format=fmt, path=f"{bucket}.{key}")
         parts[bucket] = encoded
@@ -161,6 +168,10 @@ def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, 
 
 def _metadata_tree(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     """Metadata in ``to_builtins`` form, refused (``StateNestingError``) past the depth limit."""
+    if type(metadata) is dict and "$type" not in metadata and all(
+            type(k) is str and (type(v) in _PLAIN or _plain_int(v)) for k, v in metadata.items()):
+        return dict(metadata)  # flat and plain (the engine's): its own to_builtins form
+    # (the tagged layout escapes a mapping with a "$type" key, and tags ints past 64 bits)
     tree: dict[str, Any] = codec.to_builtins(dict(metadata or {}), path="metadata")
     limit = codec.max_nesting_depth()
     if codec.nesting_depth_exceeds(tree, limit):
@@ -171,7 +182,22 @@ def _metadata_tree(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """Now in UTC as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; the seconds are formatted once a second."""
+    global _second_stamp
+    second, micros = divmod(time.time_ns() // 1000, 1_000_000)
+    cached = _second_stamp
+    if cached[0] != second:
+        cached = _second_stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%S",
+                                                        time.gmtime(second)))
+    return f"{cached[1]}.{micros:06d}Z"
+
+
+_second_stamp: tuple[int, str] = (-1, "")
+_PLAIN = frozenset({str, bool, type(None)})
+
+
+def _plain_int(value: object) -> bool:
+    return type(value) is int and -(1 << 63) <= value < 1 << 63
 
 
 def check_record(record: SnapshotRecord, *, source: str = "") -> None:
