@@ -136,3 +136,24 @@ def test_the_text_format_keeps_the_standard_time_and_appends_only_extra_fields(
         expected = standard.format(record) + (" conversation_id=c-1" if extra else "")
         assert ours.format(record) == expected
         assert ours.format(record) == expected  # the cached second gives the same line
+
+
+def test_the_servers_logging_collects_no_caller_thread_or_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from checkflow.cli._logging import LogSettings, configure_logging
+
+    for name in ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing"):
+        monkeypatch.setattr(logging, name, getattr(logging, name))  # restored afterwards
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    handler = configure_logging(LogSettings("info", "text", True))
+    seen: list[logging.LogRecord] = []
+    handler.emit = seen.append  # type: ignore[method-assign]
+    logging.getLogger("checkflow.test").warning("hello %s", "there")
+    (record,) = seen
+    assert record.getMessage() == "hello there"
+    assert (record.funcName, record.lineno, record.threadName, record.processName) == (
+        "(unknown function)", 0, None, None)
+    assert handler.format(record).endswith("WARNING checkflow.test: hello there")
