@@ -112,7 +112,7 @@ class _EncodedNativePaths:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = scope.get("raw_path") if scope["type"] == "http" else None
-        if raw and scope["path"].startswith(_NATIVE_PREFIX):
+        if raw and b"%" in raw and scope["path"].startswith(_NATIVE_PREFIX):  # else the same
             scope = {**scope, "path": raw.split(b"?", 1)[0].decode("ascii", "replace")}
         await self.app(scope, receive, send)
 

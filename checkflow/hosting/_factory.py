@@ -27,7 +27,8 @@ Authenticate = Callable[["Request"], "str | Awaitable[str | None] | None"]
 
 def request_principal(request: Request) -> str | None:
     """The principal ``authenticate`` resolved for this request (``None`` without auth)."""
-    return getattr(request.state, "principal", None)
+    state = request.scope.get("state")  # where ``request.state`` keeps it
+    return state.get("principal") if state is not None else None
 
 
 def create_app(

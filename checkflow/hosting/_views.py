@@ -78,7 +78,12 @@ def jsonable(value: Any) -> Any:
     Unregistered, unknown objects never fail a response: they are shown by ``repr``; opaque
     values from an inspection decode become ``{"$opaque": type_id, "value": ...}``.
     """
+    if type(value) in _NATIVE or (type(value) is list and all(type(v) in _NATIVE for v in value)):
+        return value if type(value) is not list else list(value)  # already JSON's own
     return msgspec.to_builtins(_unwrap_opaque(value), enc_hook=_fallback, str_keys=True)
+
+
+_NATIVE = frozenset({str, int, bool, type(None)})
 
 
 def pending_view(request: PendingRequest) -> dict[str, Any]:
