@@ -49,8 +49,7 @@ Part = tuple[str, str]
 SHARED: Part = ("workflow_state", "shared_state")
 INPUT: Part = ("messages", "input")
 OUTPUT: Part = ("messages", "output")
-_ALWAYS_FRESH = frozenset(
-    {("workflow_state", "status"), ("workflow_state", "superstep"), ("messages", "pending")})
+_NONE: dict[str, bytes] = {}
 
 
 class RunState:
@@ -64,6 +63,7 @@ class RunState:
         "inputs",
         "outputs",
         "parts",
+        "parts_format",
         "reached",
         "request_bytes",
         "requests",
@@ -85,7 +85,9 @@ class RunState:
         self.outputs: list[Any] = []
         self.deliveries: list[dict[str, Any]] = []
         self.requests: dict[str, PendingRequest] = {}
-        self.parts: dict[Part, EncodedPart] = {}
+        # the last committed (or loaded) record's part bytes, and their format
+        self.parts: dict[str, dict[str, bytes]] = {}
+        self.parts_format: Format = "json"
         self.reached: set[Part] = set()
         self.changed: set[Part] = set()
         # the encoded bytes of requests hydrated from the head, by id, with the object they
@@ -103,15 +105,11 @@ class RunState:
     def remember(self, record: SnapshotRecord) -> None:
         """Keep a committed (or loaded) snapshot's part bytes for reuse."""
         fmt = record.format
-        self.parts = {
-            (bucket, key): EncodedPart(data, fmt)
-            for bucket, encoded in record.parts.items()
-            for key, data in encoded.items()
-            if (bucket, key) not in _ALWAYS_FRESH
-        }
+        self.parts, self.parts_format = record.parts, fmt  # immutable: kept as they are
         if SHARED in self.changed and SHARED not in self.reached:
             # continue from the committed copy, decoded only when something reads it
-            self.stale_shared = (self.parts[SHARED].data, fmt, frozenset(self.shared))
+            self.stale_shared = (record.parts[SHARED[0]][SHARED[1]], fmt,
+                                 frozenset(self.shared))
             self.shared = {}
         self.changed.clear()
 
@@ -136,7 +134,8 @@ class RunState:
         part = (bucket, key)
         if part in self.reached or part in self.changed:
             return value
-        return self.parts.get(part, value)
+        data = self.parts.get(bucket, _NONE).get(key)
+        return value if data is None else EncodedPart(data, self.parts_format)
 
     @classmethod
     def hydrate(cls, head: CheckpointSnapshot | None, resolve: Callable[[str], Any],
