@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Runner"]
 
-Sink = Callable[[WorkflowEvent], Awaitable[None]]
+Sink = Callable[[WorkflowEvent], Awaitable[None] | None]
+"""Takes each event; what it returns, if anything, is awaited before the run goes on."""
 
 
 class _ExecutorFailed(Exception):
@@ -382,7 +383,9 @@ class Runner:
         event._time = time.time()
         self._events.append(event)
         if self._sink is not None:
-            await self._sink(event)
+            waiting = self._sink(event)
+            if waiting is not None:
+                await waiting
 
     def executor_state(self, executor_id: str) -> dict[str, Any]:
         self._run.reach("executor_states", executor_id)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from checkflow.workflows._events import WorkflowEvent
@@ -136,9 +136,9 @@ class _Handoff:
     """Events from the run's task(s) to the consumer, one at a time; never holds the stream.
 
     ``hand_over`` (the run's sink; executors running side by side may call it at once) parks
-    the event in line and waits until the consumer takes it (unless not ``paced``: then it
-    returns at once); ``take`` returns the first parked event, waiting for one, or ``None``
-    once the run ended.
+    the event in line and returns what to await until the consumer takes it (``None`` when
+    not ``paced``); ``take`` returns the first parked event, waiting for one, or ``None`` once
+    the run ended.
     """
 
     __slots__ = ("_ended", "_parked", "_waiter", "paced")
@@ -150,11 +150,14 @@ class _Handoff:
         self._ended = False
         self.paced = True
 
-    async def hand_over(self, event: WorkflowEvent) -> None:
-        if not self.paced:
+    def hand_over(self, event: WorkflowEvent) -> Awaitable[None] | None:
+        if not self.paced:  # nothing to wait for: no coroutine either
             self._parked.append((event, None))
             self._wake()
-            return
+            return None
+        return self._handed_over(event)
+
+    async def _handed_over(self, event: WorkflowEvent) -> None:
         entry: tuple[WorkflowEvent, asyncio.Future[None] | None]
         entry = (event, asyncio.get_running_loop().create_future())
         self._parked.append(entry)
