@@ -18,7 +18,7 @@ import msgspec
 from checkflow.errors import StateEncodingError, StateNestingError
 from checkflow.state import _depth
 from checkflow.state._decode import make_decoder
-from checkflow.state._encode import encode_value
+from checkflow.state._encode import _INT_MAX, _INT_MIN, encode_value
 from checkflow.state._paths import TooDeepError, WalkError
 from checkflow.state._registry import TYPE_KEY
 from checkflow.state._typed import BadSchema, decode_typed, encode_typed, is_typed
@@ -45,6 +45,7 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any] | msgspec.msgpack.Decoder[Any]] =
     "json": msgspec.json.Decoder(),
     "msgpack": msgspec.msgpack.Decoder(),
 }
+_BARE = frozenset({str, bool, type(None)})  # a lone one is its own bytes in both layouts
 _TAG_BYTES = TYPE_KEY.encode()  # absent from the bytes -> nothing to walk after decoding
 _walk = make_decoder(None)
 
@@ -104,6 +105,8 @@ def encode(
     never ``RecursionError``.
     """
     encoder = _encoder(format)
+    if (layout == "auto" or layout == "tagged") and _bare(value):
+        return encoder.encode(value)  # what both layouts write for it
     limit = _limit(max_depth)
     if layout == "auto":
         data = encode_typed(value, encoder, format, limit)
@@ -116,6 +119,14 @@ def encode(
         return encoder.encode(tree)
     except RecursionError as exc:
         raise _too_deep(path, limit) from exc
+
+
+def _bare(value: Any) -> bool:
+    """A lone scalar the walk keeps as it is, or an empty dict or list."""
+    t = type(value)
+    if t is int:
+        return bool(_INT_MIN <= value <= _INT_MAX)
+    return t in _BARE or ((t is dict or t is list) and not value)
 
 
 def decode(

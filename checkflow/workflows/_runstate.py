@@ -215,8 +215,8 @@ class RunState:
                 state = _request_to_state(request, type_ref)
                 encoded.append((rid, encode(state, format=fmt, path=f"pending.{rid}",
                                             layout="tagged")))
-        deliveries = encode(self.deliveries, format=fmt, path="messages.pending.messages",
-                            layout="tagged")
+        deliveries = _EMPTY_LIST[fmt] if not self.deliveries else encode(
+            self.deliveries, format=fmt, path="messages.pending.messages", layout="tagged")
         return EncodedPart(_pending_bytes(fmt, deliveries, encoded), fmt)
 
     def settled_status(self) -> RunStatus:
@@ -229,6 +229,7 @@ class RunState:
 _KEYS = {fmt: {key: encoder.encode(key) for key in ("messages", "requests")}
          for fmt, encoder in (("json", msgspec.json.Encoder()),
                               ("msgpack", msgspec.msgpack.Encoder()))}
+_EMPTY_LIST = {"json": b"[]", "msgpack": b"\x90"}
 _SLICES: dict[str, Any] = {"json": msgspec.json.Decoder(dict[str, msgspec.Raw]),
                            "msgpack": msgspec.msgpack.Decoder(dict[str, msgspec.Raw])}
 
