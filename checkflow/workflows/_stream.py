@@ -7,10 +7,8 @@ consumer that stops reading stops the run between events, and ``aclose()`` cance
 the next superstep's work. A consumer that reads every event to the end anyway (a drain:
 ``get_result()``, or a host answering one request) calls ``unpaced()``: the run then parks
 its events and goes on, and the consumer takes them in order whenever it runs, so an event
-costs no switch between the two tasks; ``drain()`` also starts the run eagerly, so a run that
-never waits (in-memory storage) is done before ``drain`` first yields, with no task at all.
-The stream never commits anything itself; a cancelled run ends CANCELLED with the head at its
-last completed superstep.
+costs no switch between the two tasks. The stream never commits anything itself; a cancelled
+run ends CANCELLED with the head at its last completed superstep.
 
 The run's task must never reference the stream object: a stream dropped without ``aclose()``
 is then freed (at once, in CPython) and its finalizer cancels the run, releasing the
@@ -24,7 +22,6 @@ import collections
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from checkflow._aio import eager_future
 from checkflow.workflows._events import WorkflowEvent
 from checkflow.workflows._results import RunStatus, WorkflowRunResult
 
@@ -46,19 +43,13 @@ class WorkflowRunStream:
     def __init__(self, runner: Runner) -> None:
         self._runner = runner
         self._handoff = _Handoff()
-        self._task: asyncio.Future[WorkflowRunResult] | None = None
+        self._task: asyncio.Task[WorkflowRunResult] | None = None
         self._cancelled = False
 
-    def _started(self, *, eager: bool = False) -> asyncio.Future[WorkflowRunResult]:
-        """The run's task, started now if it was not. ``eager`` runs its first step at once
-        (``eager_future``): a run that never waits (in memory) is then done without a task."""
+    def _started(self) -> asyncio.Task[WorkflowRunResult]:
         if self._task is None:
-            run = self._runner.run(self._handoff.hand_over)
-            self._task = task = eager_future(run) if eager else asyncio.ensure_future(run)
-            if task.done():
-                self._handoff.run_ended(task)
-            else:
-                task.add_done_callback(self._handoff.run_ended)
+            self._task = asyncio.ensure_future(self._runner.run(self._handoff.hand_over))
+            self._task.add_done_callback(self._handoff.run_ended)
         return self._task
 
     def __del__(self) -> None:
@@ -100,7 +91,7 @@ class WorkflowRunStream:
         returns early when the stream is closed meanwhile.
         """
         self.unpaced()
-        task = self._started(eager=True)  # unpaced: its first step may run to the end now
+        task = self._started()
         take = self._handoff.take
         while not self._cancelled:
             event = await take()

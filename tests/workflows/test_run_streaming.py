@@ -308,14 +308,3 @@ async def test_drain_returns_when_the_stream_is_closed_meanwhile():
     await asyncio.wait_for(draining, timeout=10)
     assert isinstance(seen[0], WorkflowStartedEvent)
     assert (await stream.get_result()).status is RunStatus.CANCELLED
-
-
-async def test_a_drained_run_that_never_waits_is_done_in_the_drains_first_step():
-    workflow = build_factor()
-    stream = workflow.run(2, stream=True, checkpoint=workflow.create_checkpoint())
-    seen: list[WorkflowEvent] = []
-    step = stream.drain(seen.append)
-    with pytest.raises(StopIteration):  # no task, no trip through the event loop
-        step.send(None)
-    result = await stream.get_result()
-    assert seen == result.events and result.status is RunStatus.AWAITING_RESPONSES
