@@ -161,7 +161,13 @@ class TextFormatter(logging.Formatter):
         return f"{self._stamp},{int(record.msecs):03d}"  # logging's default_msec_format
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
+        if not record.exc_info and not record.exc_text and not record.stack_info:
+            # what ``logging.Formatter.format`` makes of this format, without its general steps
+            record.message = record.getMessage()
+            record.asctime = self.formatTime(record)
+            line = f"{record.asctime} {record.levelname} {record.name}: {record.message}"
+        else:
+            line = super().format(record)
         extra = " ".join(f"{k}={v}" for k, v in _fields(record).items())
         if not extra:
             return line

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import msgspec
@@ -56,6 +56,8 @@ class ConversationKey:
 
     principal: str | None
     conversation_id: str
+    session_id: str = field(init=False, repr=False, compare=False)
+    """The id of the conversation's ``AgentSession`` in the host's session store."""
 
     def __post_init__(self) -> None:
         cid = self.conversation_id
@@ -65,17 +67,13 @@ class ConversationKey:
             raise InvalidConversationIdError(
                 f"it has {len(cid)} characters; the limit is {MAX_CONVERSATION_ID_LENGTH}",
                 too_long=True)
+        object.__setattr__(self, "session_id", f"{_SESSION_PREFIX}{self.digest}")  # once
 
     @property
     def digest(self) -> str:
         """An unambiguous, fixed-size name for the pair (JSON-encoded first, then hashed)."""
         pair = msgspec.json.encode([self.principal, self.conversation_id])
         return hashlib.blake2b(pair, digest_size=16).hexdigest()
-
-    @property
-    def session_id(self) -> str:
-        """The id of the conversation's ``AgentSession`` in the host's session store."""
-        return f"{_SESSION_PREFIX}{self.digest}"
 
     @staticmethod
     def is_session_id(session_id: str) -> bool:

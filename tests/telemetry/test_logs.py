@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 
 import pytest
@@ -136,6 +137,20 @@ def test_the_text_format_keeps_the_standard_time_and_appends_only_extra_fields(
         expected = standard.format(record) + (" conversation_id=c-1" if extra else "")
         assert ours.format(record) == expected
         assert ours.format(record) == expected  # the cached second gives the same line
+
+
+def test_the_text_format_of_a_record_with_a_traceback_is_the_standard_one() -> None:
+    from checkflow.cli._logging import TextFormatter
+
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        record = logging.makeLogRecord({"name": "checkflow.x", "levelno": logging.ERROR,
+                                        "levelname": "ERROR", "msg": "it failed: %s",
+                                        "args": ("a run",), "exc_info": sys.exc_info()})
+    standard = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    line = TextFormatter().format(record)
+    assert line == standard.format(record) and "ValueError: boom" in line
 
 
 def test_the_servers_logging_collects_no_caller_thread_or_process(
