@@ -102,7 +102,7 @@ class HostedRunStream(HostedRun):
             self._end()
 
     async def _drain(self) -> None:
-        """Run the rest of the stream; only ever awaited through ``shielded``.
+        """Run the rest of the stream; only ever awaited shielded, in a task of its own.
 
         ``_events`` without an iterator step per event: each is published as it is taken,
         the session stored at the end, and a run that stops early closes the stream."""
@@ -119,7 +119,11 @@ class HostedRunStream(HostedRun):
     async def get_result(self) -> HostedRunResult:
         """The run's outcome (runs the rest of the stream if it was not consumed)."""
         if not self._finishing:
-            await shielded(self._drain())
+            # A task of its own, started on the loop's next turn (not eagerly): the loop then
+            # runs the drains of the requests it read together, one after another. Measured
+            # with bench/hosting.py, that costs less CPU per conversation under load than
+            # starting each drain (or its whole run) at once.
+            await asyncio.shield(asyncio.ensure_future(self._drain()))
         await self._done.wait()
         if self._result is None:
             raise self._error or ConversationBusyError(self._key.conversation_id)
