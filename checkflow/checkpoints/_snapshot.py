@@ -153,15 +153,18 @@ def transcode(data: bytes, source: Format, target: Format) -> bytes:
 
 def _encode_parts(state: Mapping[str, Any], fmt: Format) -> dict[str, dict[str, bytes]]:
     parts: dict[str, dict[str, bytes]] = {}
+    encode = codec.encode
     for bucket in STATE_BUCKETS:
         encoded: dict[str, bytes] = {}
         for key, value in state[bucket].items():
-            if not isinstance(key, str):
+            if type(key) is not str and not isinstance(key, str):
                 raise TypeError(f"snapshot state[{bucket!r}] keys must be str, got {key!r}")
-            if type(value) is EncodedPart:
-                encoded[key] = value.data if value.format == fmt else value.reencoded(fmt)
-                continue
-            encoded[key] = codec.encode(value, format=fmt, path=f"{bucket}.{key}")
+            if type(value) is not EncodedPart:
+                encoded[key] = encode(value, format=fmt, path=f"{bucket}.{key}")
+            elif value.format == fmt:
+                encoded[key] = value.data
+            else:
+                encoded[key] = value.reencoded(fmt)
         parts[bucket] = encoded
     return parts
 
