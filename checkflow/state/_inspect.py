@@ -38,4 +38,4 @@ def decode_for_inspection(data: bytes, *, format: Format = "json") -> Any:
     data = bytes(data)
     if is_typed(data, format):
         return decode(data, format=format)
-    return walk_owned(load_builtins(bytes(data), format=format), "", _walk)
+    return walk_owned(load_builtins(data, format=format), "", _walk)

@@ -36,3 +36,14 @@ def test_annotations_without_a_schema_or_a_hash_still_answer() -> None:
         hash(unhashable)
     assert response_schema(Opaque) == {} and response_schema(unhashable) == {}
     assert response_schema(object) == {} and response_schema(Any) == {}
+
+
+def test_an_annotation_without_a_schema_is_looked_at_once() -> None:
+    from checkflow.workflows._schema import _schema_json
+
+    class Opaque:
+        pass
+
+    before = _schema_json.cache_info().misses
+    assert response_schema(Opaque) == {} and response_schema(Opaque) == {}
+    assert _schema_json.cache_info().misses == before + 1
