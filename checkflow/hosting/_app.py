@@ -153,6 +153,7 @@ def _workflow_routes(host: Host, max_body_bytes: int, on_disconnect: str) -> lis
                 return sse_response(_detached_sse(host, stream, conversation_id,
                                                   request_principal(request), detached))
             return sse_response(_sse(stream))
+        await asyncio.sleep(0)  # batches the runs of requests read together (see WorkflowHost.run)
         result = await host.run(conversation_id, **options)
         return json_response(run_view(result))
 
