@@ -85,7 +85,7 @@ def _adapters(names: Sequence[str], *, public_url: str | None = None) -> list[Ad
 def event_loop(choice: str) -> tuple[str, Callable[[], asyncio.AbstractEventLoop]]:
     """The loop ``--loop choice`` names: its name and a factory for it.
 
-    ``auto`` is uvloop when it imports (the ``hosting-standard`` extra), else asyncio's own;
+    ``auto`` is uvloop when it imports (the ``hosting`` extra has it), else asyncio's own;
     ``uvloop`` without uvloop installed is an ``ImportError`` naming the extra.
     """
     if choice == "asyncio":
@@ -95,7 +95,7 @@ def event_loop(choice: str) -> tuple[str, Callable[[], asyncio.AbstractEventLoop
     except ImportError as exc:
         if choice == "auto":
             return "asyncio", asyncio.new_event_loop
-        raise ImportError("--loop uvloop needs uvloop: pip install 'checkflow[hosting-standard]'"
+        raise ImportError("--loop uvloop needs uvloop: pip install 'checkflow[hosting]'"
                           ) from exc
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return "uvloop", factory

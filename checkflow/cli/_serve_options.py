@@ -79,7 +79,7 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
                             "as the OTEL_* environment variables say (extra: otel)")
     add_log_arguments(serve)
     serve.add_argument("--loop", choices=LOOPS, default=None,
-                       help="the event loop: uvloop (extra: hosting-standard), asyncio's own, "
+                       help="the event loop: uvloop (extra: hosting), asyncio's own, "
                             "or auto, uvloop when installed (default auto)")
     serve.add_argument("--lease-seconds", type=seconds, default=300.0, metavar="S",
                        help="how long a conversation stays locked to a server that died "

@@ -1,7 +1,7 @@
 """End to end: ``python -m checkflow serve --loop`` serves conversations on the loop it names.
 
 A real served process per loop (uvloop's is skipped when uvloop is not installed: the
-``hosting-standard`` extra); the banner names the loop, and a conversation (a message that
+``hosting`` extra has it); the banner names the loop, and a conversation (a message that
 pauses for approval, then the answer) completes on it, on durable ``file:`` storage.
 """
 
@@ -33,7 +33,7 @@ async def _one_conversation(url: str) -> None:
 @pytest.mark.parametrize("loop", [
     "asyncio",
     pytest.param("uvloop", marks=pytest.mark.skipif(
-        not HAS_UVLOOP, reason="uvloop is not installed (extra hosting-standard)")),
+        not HAS_UVLOOP, reason="uvloop is not installed (extra hosting)")),
 ])
 async def test_a_served_process_runs_conversations_on_the_chosen_loop(
     loop: str, start_server: Start, tmp_path: Path

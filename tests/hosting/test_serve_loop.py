@@ -65,15 +65,15 @@ def test_uvloop_without_uvloop_is_one_line_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     monkeypatch.setitem(sys.modules, "uvloop", None)
-    with pytest.raises(ImportError, match=r"hosting-standard"):
+    with pytest.raises(ImportError, match=r"checkflow\[hosting\]"):
         event_loop("uvloop")
     assert main(["serve", "hosting_flows:build", "--loop", "uvloop", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("checkflow: error: --loop uvloop needs uvloop")
-    assert "checkflow[hosting-standard]" in err
+    assert "checkflow[hosting]" in err
 
 
-@pytest.mark.skipif(not HAS_UVLOOP, reason="uvloop is not installed (extra hosting-standard)")
+@pytest.mark.skipif(not HAS_UVLOOP, reason="uvloop is not installed (extra hosting)")
 def test_auto_with_uvloop_is_uvloop() -> None:
     import uvloop
 
