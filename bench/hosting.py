@@ -12,16 +12,19 @@ milliseconds per conversation from ``/proc/PID/stat`` (utime + stime over the ce
 ``--before DIR`` also serves from another source tree (a ``git worktree`` of the base commit)
 and alternates it with this one round by round; the table shows medians over ``--rounds``
 rounds, and the load average is printed per round (the machine may be shared).
-``--standard DIR`` adds rows served on uvicorn's ``standard`` stack (uvloop, httptools) from a
-folder they are installed in (``pip install --target DIR uvloop httptools``): uvicorn picks
+``--loop`` picks every server's event loop: ``auto`` (the default, as shipped: uvloop, which
+the ``hosting`` extra installs, when it imports), ``asyncio`` (the pure-Python stack) or
+``uvloop``; the bare server runs on the same loop as ``serve`` (``CHECKFLOW_LOOP``).
+``--standard DIR`` adds rows served with uvicorn's ``standard`` stack (httptools too) from a
+folder it is installed in (``pip install --target DIR uvloop httptools``): uvicorn picks
 httptools up by itself when importable (the bare server; ``serve``'s connection-bounding
-protocol is h11's), and ``serve`` runs on uvloop (``--loop uvloop``; every other row pins
-``--loop asyncio`` through ``CHECKFLOW_LOOP``). ``--cosmos`` adds ``cosmos:``
+protocol is h11's), on uvloop. ``--cosmos`` adds ``cosmos:``
 rows against the local emulator (``tests/cosmos_emulator.py``; pinned to the load generator's
 core; loopback figures, not a real account).
-Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing.
+Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing;
+after the table it prints the issue's targets beside what this run measured.
 
-    .venv/bin/python bench/hosting.py [--seconds 4] [--rounds 3] [--before DIR]
+    .venv/bin/python bench/hosting.py [--seconds 4] [--rounds 3] [--before DIR] [--loop L]
 """
 
 from __future__ import annotations
@@ -80,9 +83,10 @@ def _pin_to_server_core() -> None:
 
 
 @contextlib.contextmanager
-def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
-        tuple[int, int]]:
-    """Start one server from source tree ``tree``; yield (pid, port); stop it."""
+def _server(tree: Path, kind: str, storage: str, extra_path: str, loop: str = "auto"
+            ) -> Iterator[tuple[int, int]]:
+    """Start one server from source tree ``tree`` on event loop ``loop``; yield (pid, port);
+    stop it."""
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join(p for p in [str(tree), str(E2E), extra_path] if p),
            "CHECKFLOW_COSMOS_DATABASE": f"bench-{uuid.uuid4().hex}"}
@@ -92,9 +96,10 @@ def _server(tree: Path, kind: str, storage: str, extra_path: str) -> Iterator[
         argv = ["-m", "checkflow", "serve", "agui_flows:approval", "--port", "0",
                 "--storage", storage]
     # serve picks its loop itself (--loop, read from CHECKFLOW_LOOP; a tree older than the
-    # option ignores it and runs on asyncio's loop): asyncio's unless the row is uvloop's.
-    env["CHECKFLOW_LOOP"] = "uvloop" if extra_path else "asyncio"
-    if extra_path and kind == "bare":  # uvloop as the loop of the bare server's asyncio.run
+    # option ignores it and runs on asyncio's loop); the --standard rows run on uvloop.
+    loop = "uvloop" if extra_path else loop
+    env["CHECKFLOW_LOOP"] = loop
+    if kind == "bare" and _loop_name(loop) == "uvloop":  # as serve's: the bare asyncio.run's
         argv = ["-c", "import asyncio, runpy, sys, uvloop; "
                 "asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
                 f"sys.argv[1:] = {argv[1:]!r}; "
@@ -198,6 +203,17 @@ async def _drive(pid: int, port: int, clients: int, seconds: float, most: int, t
     return cell
 
 
+def _loop_name(choice: str) -> str:
+    """The loop ``choice`` gives here, by ``serve --loop``'s rule (auto: uvloop if it imports)."""
+    if choice != "auto":
+        return choice
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
 def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -211,6 +227,8 @@ def main() -> None:
                         help="per client and cell")
     parser.add_argument("--before", type=Path, help="a source tree to compare (old code)")
     parser.add_argument("--cosmos", action="store_true", help="also cosmos: on the emulator")
+    parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+                        help="every server's event loop (default auto: as shipped)")
     parser.add_argument("--standard", type=Path,
                         help="a folder holding uvloop and httptools: adds rows on that stack")
     args = parser.parse_args()
@@ -229,7 +247,8 @@ def main() -> None:
             std = str(args.standard.resolve())
             servers += [("bare std", "bare", "", std), ("memory: std", "serve", "memory:", std),
                         ("file: std", "serve", "file:{tmp}", std)]
-        print(f"server on core {SERVER_CORE}, load generator on core {CLIENT_CORE}; "
+        print(f"server on core {SERVER_CORE}, load generator on core {CLIENT_CORE}, loop "
+              f"{_loop_name(args.loop)}; "
               f"{args.seconds:g} s per cell, {args.rounds} rounds; a conversation = a message "
               f"that pauses for approval + the answer; latency is per request")
         for round_ in range(args.rounds):
@@ -239,8 +258,8 @@ def main() -> None:
                     if (kind == "bare" or extra_path) and tree_name != trees[-1][0]:
                         continue  # the ceiling, and the other stack: this tree only
                     folder = tmp / f"{tree_name}-{round_}-{len(results)}"
-                    with _server(tree, kind, storage.format(tmp=folder), extra_path) as (
-                            pid, port):
+                    with _server(tree, kind, storage.format(tmp=folder), extra_path,
+                                 args.loop) as (pid, port):
                         for clients in args.clients:
                             tag = f"{tree_name}{round_}c{clients}"
                             cell = asyncio.run(_drive(pid, port, clients, args.seconds,
@@ -249,6 +268,7 @@ def main() -> None:
                             results.setdefault((tree_name, label, clients), []).append(cell)
         print(f"done: load average {_load()}")
     _print_table(results, [t for t, _ in trees], [s[0] for s in servers], args.clients)
+    _print_targets(results, [t for t, _ in trees])
 
 
 def _start_emulator(stack: contextlib.ExitStack) -> None:
@@ -281,6 +301,35 @@ def _print_table(results: dict[tuple[str, str, int], list[Cell]], trees: list[st
                     f"{statistics.median(x.percentile(0.95) for x in cells):5.1f} "
                     f"{statistics.median(x.cpu_ms for x in cells):14.2f}")
             print(f"{tree:7} {server:15} | " + " | ".join(parts))
+
+
+def _print_targets(results: dict[tuple[str, str, int], list[Cell]], trees: list[str]) -> None:
+    """The issue's four targets beside this run's medians (own CPU: checkflow's ``memory:``
+    CPU per conversation minus the bare endpoint's, at 32 clients, in the same run)."""
+
+    def median(tree: str, server: str, clients: int, value: str) -> float | None:
+        cells = results.get((tree, server, clients))
+        if not cells:
+            return None
+        return statistics.median(
+            x.rate if value == "rate" else x.percentile(0.5) if value == "p50" else x.cpu_ms
+            for x in cells)
+
+    bare = median(trees[-1], "bare starlette", 32, "cpu")
+    print("\ntargets (medians of this run)")
+    for tree in trees:
+        memory_cpu = median(tree, "memory:", 32, "cpu")
+        rows = [("file: conv/s at 32 clients", median(tree, "file:", 32, "rate"), ">=", 300),
+                ("file: p50 ms at 8 clients", median(tree, "file:", 8, "p50"), "<=", 15),
+                ("memory: conv/s at 32 clients", median(tree, "memory:", 32, "rate"), ">=", 900),
+                ("own CPU ms/conv at 32 clients",
+                 None if memory_cpu is None or bare is None else memory_cpu - bare, "<=", 0.6)]
+        for name, value, op, goal in rows:
+            if value is None:
+                continue  # that cell was not measured (other --clients)
+            met = value >= goal if op == ">=" else value <= goal
+            print(f"{tree:7} {name:31} {value:8.2f}  target {op} {goal:<5} "
+                  f"{'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":
