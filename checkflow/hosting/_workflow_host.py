@@ -11,7 +11,6 @@ busy conversation and never import the web framework.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -199,12 +198,6 @@ class WorkflowHost(HostBase):
             running_conversation.reset(token)
             raise
         try:
-            # One loop turn between claiming and running: a server then claims the requests it
-            # read together, and runs them, in batches. A lease write that never waits (in
-            # memory) otherwise leaves the loop no turn at all here; measured with
-            # bench/hosting.py, this costs less CPU per conversation under load (the same
-            # code runs for many requests in a row).
-            await asyncio.sleep(0)
             prepared = await self._prepare(workflow, key, lease, from_snapshot, resume_token)
             if prepared.checkpoint.head_snapshot_id is None and message is None:
                 raise InvalidMessageError(
