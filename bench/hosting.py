@@ -315,21 +315,27 @@ def _print_targets(results: dict[tuple[str, str, int], list[Cell]], trees: list[
             x.rate if value == "rate" else x.percentile(0.5) if value == "p50" else x.cpu_ms
             for x in cells)
 
-    bare = median(trees[-1], "bare starlette", 32, "cpu")
-    print("\ntargets (medians of this run)")
+    def own(tree: str, clients: int) -> float | None:
+        memory, bare = (median(tree, "memory:", clients, "cpu"),
+                        median(trees[-1], "bare starlette", clients, "cpu"))
+        return None if memory is None or bare is None else memory - bare
+
+    print("\ntargets (medians of this run; the CPU target is read at 32 clients, as the "
+          "memory: rate's)")
     for tree in trees:
-        memory_cpu = median(tree, "memory:", 32, "cpu")
         rows = [("file: conv/s at 32 clients", median(tree, "file:", 32, "rate"), ">=", 300),
                 ("file: p50 ms at 8 clients", median(tree, "file:", 8, "p50"), "<=", 15),
                 ("memory: conv/s at 32 clients", median(tree, "memory:", 32, "rate"), ">=", 900),
-                ("own CPU ms/conv at 32 clients",
-                 None if memory_cpu is None or bare is None else memory_cpu - bare, "<=", 0.6)]
+                ("own CPU ms/conv at 32 clients", own(tree, 32), "<=", 0.6)]
         for name, value, op, goal in rows:
             if value is None:
                 continue  # that cell was not measured (other --clients)
             met = value >= goal if op == ">=" else value <= goal
             print(f"{tree:7} {name:31} {value:8.2f}  target {op} {goal:<5} "
                   f"{'met' if met else 'NOT met'}")
+        at_8 = own(tree, 8)
+        if at_8 is not None:
+            print(f"{tree:7} {'own CPU ms/conv at 8 clients':31} {at_8:8.2f}  (for reference)")
 
 
 if __name__ == "__main__":
