@@ -86,6 +86,14 @@ def test_httpx_is_required_only_by_the_extras_whose_code_imports_it() -> None:
     assert with_httpx == {"openai", "dev"}
 
 
+def test_the_hosting_extra_brings_the_loop_serve_runs_on_and_every_server_extra_takes_it(
+) -> None:
+    extras = _project()["optional-dependencies"]
+    assert "uvloop>=0.19; sys_platform != 'win32'" in extras["hosting"]  # none for Windows
+    for name in ("agui", "a2a", "foundry"):
+        assert "checkflow[hosting]" in extras[name], name
+
+
 def test_the_readme_documents_the_real_cosmos_account_settings() -> None:
     sys.path.insert(0, str(REPO / "tests"))
     from cosmos_emulator import ACCOUNT_SETTINGS

@@ -102,7 +102,7 @@ def value_matches(value: Any, tp: Any) -> bool:
         return True
     if _is_union(tp):
         return any(value_matches(value, m) for m in annotation_members(tp))
-    if tp is None or tp is type(None):
+    if tp is None:  # (``NoneType`` is a plain class: answered above)
         return value is None
     origin = get_origin(tp)
     if origin is typing.Literal:
