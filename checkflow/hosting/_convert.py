@@ -94,9 +94,12 @@ class MessageConverter:
             if tp is typing.Any or tp is object:
                 return value
             try:
-                return convert_value(value, tp)
+                converted = convert_value(value, tp)
             except (msgspec.ValidationError, TypeError, ValueError, KeyError) as exc:
                 failures.append((tp, exc))
+                continue
+            failures.clear()  # their tracebacks hold this frame: no cycle to leave behind
+            return converted
         accepted = self.accepted_types
         closest = _closest(value, failures)
         field = reason = None

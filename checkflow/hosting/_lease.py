@@ -193,6 +193,7 @@ class ConversationLease:
                 return
             await self._store(update)
         finally:
+            self.on_cancel = None  # nothing left to cancel; frees the run without the cyclic GC
             self._manager.busy.release(self.key)
 
     async def _delete(self) -> bool:

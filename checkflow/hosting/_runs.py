@@ -68,8 +68,14 @@ class ActiveRun:
         self._wake()
 
     def finish(self) -> None:
-        """Mark the run ended: followers drain the log and stop."""
+        """Mark the run ended: followers drain the log and stop.
+
+        The way to stop it is dropped: a cancel now has nothing to stop, and the run's
+        objects, which that callback reaches, are then freed at once by reference counting
+        instead of waiting for the cyclic garbage collector.
+        """
         self.done = True
+        self._cancel = _ended
         self._wake()
 
     def _wake(self) -> None:
@@ -118,6 +124,10 @@ class RunRegistry:
     def get(self, key: ConversationKey) -> ActiveRun | None:
         """The active run of ``key`` in this host object, if any."""
         return self._runs.get(key)
+
+
+async def _ended() -> None:
+    """The cancel of a run that ended: nothing left to stop."""
 
 
 async def empty() -> AsyncIterator[WorkflowEvent]:

@@ -79,16 +79,16 @@ async def _frames(
         while True:
             if step is None:
                 step = asyncio.ensure_future(anext(events))
-            done, _ = await asyncio.wait({step}, timeout=ping_interval)
-            if not done:
+            if not (await asyncio.wait({step}, timeout=ping_interval))[0]:
                 yield PING
                 continue
-            try:
-                item = step.result()
-            except StopAsyncIteration:
+            finished, step = step, None
+            # The end is read, not raised here: raised, its traceback would hold this frame,
+            # which holds the step, which holds the error (a cycle left to the collector).
+            if not finished.cancelled() and isinstance(finished.exception(),
+                                                       StopAsyncIteration):
                 return
-            finally:
-                step = None
+            item = finished.result()
             yield item if isinstance(item, bytes) else item.encode()
     finally:
         if step is not None and not step.done():
