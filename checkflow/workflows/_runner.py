@@ -329,11 +329,14 @@ class Runner:
             snapshot = await commit()
         else:  # a started storage commit finishes even if the run is cancelled meanwhile
             task = eager_future(commit())
-            try:
-                snapshot = await asyncio.shield(task)
-            except asyncio.CancelledError:
-                await asyncio.wait([task])
-                raise
+            if task.done():  # it never waited (memory): nothing to shield
+                snapshot = task.result()
+            else:
+                try:
+                    snapshot = await asyncio.shield(task)
+                except asyncio.CancelledError:
+                    await asyncio.wait([task])
+                    raise
         run.remember(snapshot.record)
         await self.emit(SnapshotCommittedEvent(
             snapshot.snapshot_id, snapshot.parent_snapshot_id, boundary, run.superstep))

@@ -11,10 +11,11 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Callable, Iterator
-from typing import Any, Union, get_args, get_origin
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import msgspec
 
@@ -31,6 +32,25 @@ __all__ = [
 
 #: Marker for "no declaration": a bare ``WorkflowContext`` or an unannotated parameter.
 UNCHECKED: Any = typing.Any
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _memoized(function: _F) -> _F:
+    """``function`` remembered per arguments: a pure function of annotations (and classes)
+    that dispatch asks again for every message. Unhashable arguments are answered afresh."""
+    cached = functools.lru_cache(maxsize=1024)(function)
+
+    @functools.wraps(function)
+    def call(*args: Any) -> Any:
+        try:
+            hash(args)
+        except TypeError:
+            return function(*args)
+        return cached(*args)
+
+    return typing.cast(_F, call)
+
 
 def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (Union, types.UnionType)
@@ -49,6 +69,7 @@ def annotation_members(tp: Any) -> tuple[Any, ...]:
     return (tp,)
 
 
+@_memoized
 def type_name(tp: Any) -> str:
     """A process-independent name for an annotation: ``module.QualName`` with generic args.
 
@@ -130,7 +151,12 @@ def _items_match(value: Any, origin: type, args: tuple[Any, ...]) -> bool:
 
 def specificity(value: Any, tp: Any) -> int:
     """How closely ``tp`` fits ``value``'s class: 0 is exact, larger is looser."""
-    mro = type(value).__mro__
+    return _rank(type(value), tp)
+
+
+@_memoized
+def _rank(cls_of_value: type, tp: Any) -> int:
+    mro = cls_of_value.__mro__
     best = len(mro) + 1
     for member in annotation_members(tp):
         cls = _class_of(member)
@@ -144,6 +170,7 @@ def specificity(value: Any, tp: Any) -> int:
     return best
 
 
+@_memoized
 def compatible(out_tp: Any, in_tp: Any) -> bool:
     """Whether a value declared as ``out_tp`` can be accepted by a handler of ``in_tp``."""
     if out_tp is typing.Any or in_tp is typing.Any or in_tp is object:
