@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 
 __all__ = [
     "LoopLocks",
+    "PathMemo",
     "atomic_write",
     "exclusive_lock",
     "fsync_directory",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 
 @functools.lru_cache(maxsize=4096)  # a turn names its conversation's files several times
@@ -205,6 +207,28 @@ def os_errors_as(wrap: Callable[[OSError], Exception]) -> Iterator[None]:
         yield
     except OSError as exc:
         raise wrap(exc) from exc
+
+
+class PathMemo(Generic[T]):
+    """What ``make(id)`` returns, remembered for the last few thousand ids.
+
+    A store names a conversation's files a dozen times a turn, and each ``Path`` costs a
+    parse and, once opened, a ``str``; the remembered ones are built once. Paths never
+    change, so nothing is ever stale; past ``size`` ids the memo simply starts again.
+    """
+
+    def __init__(self, make: Callable[[str], T], size: int = 4096) -> None:
+        self._make = make
+        self._size = size
+        self._items: dict[str, T] = {}
+
+    def __call__(self, key: str) -> T:
+        found = self._items.get(key)
+        if found is None:
+            if len(self._items) >= self._size:
+                self._items.clear()
+            found = self._items[key] = self._make(key)
+        return found
 
 
 class LoopLocks(Generic[K]):

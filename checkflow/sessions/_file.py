@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -31,6 +32,7 @@ import msgspec
 from checkflow import state
 from checkflow._fs import (
     LoopLocks,
+    PathMemo,
     atomic_write,
     fsync_directory,
     key_lock,
@@ -98,13 +100,15 @@ class FileSessionStore:
     def __init__(self, root: str | os.PathLike[str], *, format: Format = "json") -> None:
         if format not in ("json", "msgpack"):
             raise ValueError(f"format must be 'json' or 'msgpack', not {format!r}")
-        self.root = Path(root)
+        self.root = Path(root)  # fixed: the paths below are made from it once
         self.format: Format = format
         self._lock: LoopLocks[str] = LoopLocks()
+        self._lock_file = self.root / _LOCK_NAME
+        self._paths = PathMemo(functools.partial(_session_path, self.root))
 
     def path_for(self, session_id: str) -> Path:
         """The file that holds ``session_id`` (named by a hash; the id is stored inside)."""
-        return self.root / f"{safe_name(session_id)}{_SUFFIX}"
+        return self._paths(session_id)
 
     async def get(self, session_id: str) -> AgentSession | None:
         """A fresh copy of the stored session or ``None``; a bad file: ``CorruptSessionError``."""
@@ -193,7 +197,7 @@ class FileSessionStore:
     ) -> str:
         path = self.path_for(session_id)
         conditional = expected_version is not None or create
-        with key_lock(self.root / _LOCK_NAME, session_id):
+        with key_lock(self._lock_file, session_id):
             try:
                 fd: int | None = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
             except FileNotFoundError:
@@ -243,7 +247,7 @@ class FileSessionStore:
             pass  # damaged, or met mid-write: read again once the writer is done
         with contextlib.ExitStack() as locked:
             try:
-                locked.enter_context(key_lock(self.root / _LOCK_NAME, session_id, shared=True))
+                locked.enter_context(key_lock(self._lock_file, session_id, shared=True))
             except OSError:
                 return _contents(data, path)[0]
             data = _read_or_none(path)
@@ -255,7 +259,7 @@ class FileSessionStore:
                 session_id, expected_version=expected_version, actual_version=None
             )
             return
-        with key_lock(self.root / _LOCK_NAME, session_id):
+        with key_lock(self._lock_file, session_id):
             if expected_version is not None:
                 check_expected_version(
                     session_id,
@@ -271,6 +275,10 @@ class FileSessionStore:
         path = self.path_for(session_id)
         current = _read_or_none(path)
         return None if current is None else _current(current, path, session_id)[1]
+
+
+def _session_path(root: Path, session_id: str) -> Path:
+    return root / f"{safe_name(session_id)}{_SUFFIX}"
 
 
 def _faults(operation: str, store: FileSessionStore, session_id: str) -> Any:

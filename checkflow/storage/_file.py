@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from checkflow._fs import (
     LoopLocks,
+    PathMemo,
     atomic_write,
     exclusive_lock,
     fsync_directory,
@@ -59,6 +62,22 @@ _COMPACT_MIN_BYTES = 1 << 16  # never rewrite a log smaller than this for its de
 logger = logging.getLogger("checkflow.storage")
 # Per (root, checkpoint id), so every instance on one root shares them.
 _LOCKS: LoopLocks[tuple[str, str]] = LoopLocks()
+
+
+@dataclass(frozen=True, slots=True)
+class _Files:
+    """A checkpoint's folder and the files in it, named once (``PathMemo``)."""
+
+    folder: Path
+    log: Path
+    lock: Path
+    source: str  # the log's path as text: for os.open, errors and the index
+
+
+def _files_of(root: Path, checkpoint_id: str) -> _Files:
+    folder = root / safe_name(checkpoint_id)
+    log = folder / _LOG
+    return _Files(folder, log, folder / _LOCK, str(log))
 
 
 def _address(
@@ -141,6 +160,7 @@ class FileCheckpointStorage:
         self._root_text = str(self.root)
         self.format: Format = format
         self._indexes = _IndexCache()
+        self._files = PathMemo(functools.partial(_files_of, self.root))
 
     def __repr__(self) -> str:
         return f"FileCheckpointStorage({str(self.root)!r}, format={self.format!r})"
@@ -222,21 +242,21 @@ class FileCheckpointStorage:
         expected: str | None,
         identity: tuple[str, str],
     ) -> None:
-        folder = self._folder(checkpoint_id)
+        files = self._files(checkpoint_id)
+        folder, path, source = files.folder, files.log, files.source
         created = checkpoint_id not in self._indexes and not folder.exists()
         if created:
             folder.mkdir(parents=True, exist_ok=True)
-        path = folder / _LOG
-        with exclusive_lock(folder / _LOCK):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        with exclusive_lock(files.lock):
+            fd = os.open(source, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                index = self._indexes.extend(fd, checkpoint_id, str(path))
+                index = self._indexes.extend(fd, checkpoint_id, source)
                 if index is not None and index.version == 1:  # rewritten as version 2 first
                     os.close(fd)
                     fd = -1
                     self._rewrite(path, index)
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
-                    index = self._indexes.extend(fd, checkpoint_id, str(path))
+                    fd = os.open(source, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+                    index = self._indexes.extend(fd, checkpoint_id, source)
                 actual = index.head if index is not None else None
                 if actual != expected:
                     raise CheckpointConflictError(
@@ -248,12 +268,12 @@ class FileCheckpointStorage:
                 size = index.end + index.torn if index is not None else os.fstat(fd).st_size
                 end = index.end if index is not None else 0
                 if size > end:
-                    _warn_torn(str(path), size - end, "dropping")
+                    _warn_torn(source, size - end, "dropping")
                     os.ftruncate(fd, end)  # a crashed writer's torn records: never append after
                 fresh = index is None
                 if index is None:
                     index = self._new_index(checkpoint_id, fd)
-                self._append_commit(fd, index, record, identity, str(path))
+                self._append_commit(fd, index, record, identity, source)
                 self._indexes.put(checkpoint_id, index)
             except BaseException:
                 self._indexes.put(checkpoint_id, None)  # re-read next time, trust nothing
@@ -350,12 +370,11 @@ class FileCheckpointStorage:
     def _load_sync(
         self, checkpoint_id: str
     ) -> tuple[str, _log.CommitHeader, list[CheckpointSnapshot], frozenset[str]]:
-        folder = self._folder(checkpoint_id)
-        path = folder / _LOG
-        source = str(path)
-        with shared_lock(folder / _LOCK):
+        files = self._files(checkpoint_id)
+        source = files.source
+        with shared_lock(files.lock):
             try:
-                fd = os.open(path, os.O_RDONLY)
+                fd = os.open(source, os.O_RDONLY)
             except FileNotFoundError:
                 raise CheckpointNotFoundError(checkpoint_id) from None
             try:
@@ -403,21 +422,21 @@ class FileCheckpointStorage:
         def fetch() -> dict[str, dict[str, bytes]]:
             # Committed records are never changed in place (a compaction is a new file, which
             # the index notices), so this read needs no lock and never blocks on a writer.
-            path = self._folder(checkpoint_id) / _LOG
+            source = self._source(checkpoint_id)
             with self._faults("read", checkpoint_id):
                 try:
-                    fd = os.open(path, os.O_RDONLY)
+                    fd = os.open(source, os.O_RDONLY)
                 except FileNotFoundError:
                     raise CheckpointNotFoundError(checkpoint_id) from None
                 try:
                     with self._indexes.lock:
-                        index = self._indexes.extend(fd, checkpoint_id, str(path))
+                        index = self._indexes.extend(fd, checkpoint_id, source)
                         entry = index.commits.get(snapshot_id) if index is not None else None
                         if index is None or entry is None or snapshot_id in index.pruned:
                             raise CorruptCheckpointError(
                                 f"snapshot {snapshot_id!r} is no longer in the log (pruned "
-                                "since the checkpoint was loaded?)", source=str(path))
-                        return _index.parts_of(fd, index, entry, str(path))
+                                "since the checkpoint was loaded?)", source=source)
+                        return _index.parts_of(fd, index, entry, source)
                 finally:
                     os.close(fd)
 
@@ -532,10 +551,10 @@ class FileCheckpointStorage:
     # -- folders and locks -----------------------------------------------------------------
 
     def _folder(self, checkpoint_id: str) -> Path:
-        return self.root / safe_name(checkpoint_id)
+        return self._files(checkpoint_id).folder
 
     def _source(self, checkpoint_id: str) -> str:
-        return str(self._folder(checkpoint_id) / _LOG)
+        return self._files(checkpoint_id).source
 
     def _lock(self, checkpoint_id: str) -> asyncio.Lock:
         return _LOCKS((self._root_text, checkpoint_id))
