@@ -92,13 +92,15 @@ class WorkflowRunStream:
         """
         self.unpaced()
         task = self._started()
-        take = self._handoff.take
+        handoff = self._handoff
         while not self._cancelled:
-            event = await take()
+            event = handoff.take_parked()  # what is parked already: no await per event
             if event is None:
-                if not task.cancelled():
-                    task.result()  # raises the run's error, if any
-                return
+                event = await handoff.take()
+                if event is None:
+                    if not task.cancelled():
+                        task.result()  # raises the run's error, if any
+                    return
             each(event)
 
     async def get_result(self) -> WorkflowRunResult:
@@ -178,15 +180,23 @@ class _Handoff:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def take_parked(self) -> WorkflowEvent | None:
+        """The first parked event (releasing a paced run waiting on it), or ``None``; never
+        waits."""
+        while self._parked:
+            event, taken = self._parked.popleft()
+            if taken is None:  # handed over unpaced: nobody waits for it
+                return event
+            if not taken.done():  # else its run was cancelled while parked
+                taken.set_result(None)
+                return event
+        return None
+
     async def take(self) -> WorkflowEvent | None:
         while True:
-            while self._parked:
-                event, taken = self._parked.popleft()
-                if taken is None:  # handed over unpaced: nobody waits for it
-                    return event
-                if not taken.done():  # else its run was cancelled while parked
-                    taken.set_result(None)
-                    return event
+            event = self.take_parked()
+            if event is not None:
+                return event
             if self._ended:
                 return None
             waiter = self._waiter = asyncio.get_running_loop().create_future()
