@@ -51,6 +51,7 @@ bench: $(STAMP) emulator
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/hosting.py
 	$(BIN)/python bench/cosmos.py
+	$(BIN)/python bench/instructions.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
