@@ -7,11 +7,12 @@ import pydantic (a model is recognised by its method) and never raise for an odd
 
 from __future__ import annotations
 
-import functools
 import typing
 from typing import Any
 
 import msgspec
+
+from checkflow.workflows._typing import memoized
 
 __all__ = ["response_schema"]
 
@@ -27,17 +28,10 @@ def response_schema(response_type: Any) -> dict[str, Any]:
         except Exception:  # a model that cannot describe itself still has answers
             return {}
         return schema if isinstance(schema, dict) else {}
-    try:
-        return msgspec.json.decode(_schema_json(response_type), type=dict[str, Any])  # fresh
-    except TypeError:  # an unhashable annotation: not cached
-        pass
-    try:
-        return msgspec.json.schema(response_type)
-    except (TypeError, ValueError):
-        return {}
+    return msgspec.json.decode(_schema_json(response_type), type=dict[str, Any])  # fresh
 
 
-@functools.lru_cache(maxsize=256)
+@memoized
 def _schema_json(response_type: Any) -> bytes:
     """msgspec's schema of ``response_type``, encoded: computing it costs far more than
     decoding it again, and a view names it on every answer that waits for a response."""

@@ -23,6 +23,7 @@ __all__ = [
     "UNCHECKED",
     "annotation_members",
     "compatible",
+    "memoized",
     "most_specific_first",
     "named_classes",
     "specificity",
@@ -36,19 +37,20 @@ UNCHECKED: Any = typing.Any
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _memoized(function: _F) -> _F:
+def memoized(function: _F) -> _F:
     """``function`` remembered per arguments: a pure function of annotations (and classes)
-    that dispatch asks again for every message. Unhashable arguments are answered afresh."""
+    that dispatch asks again for every message. Unhashable arguments are answered afresh
+    (so is a call that raised ``TypeError``: a pure function raises it again)."""
     cached = functools.lru_cache(maxsize=1024)(function)
 
     @functools.wraps(function)
     def call(*args: Any) -> Any:
         try:
-            hash(args)
-        except TypeError:
+            return cached(*args)
+        except TypeError:  # an unhashable argument (hashing once, not twice, when it is not)
             return function(*args)
-        return cached(*args)
 
+    call.cache_info = cached.cache_info  # type: ignore[attr-defined]
     return typing.cast(_F, call)
 
 
@@ -69,7 +71,7 @@ def annotation_members(tp: Any) -> tuple[Any, ...]:
     return (tp,)
 
 
-@_memoized
+@memoized
 def type_name(tp: Any) -> str:
     """A process-independent name for an annotation: ``module.QualName`` with generic args.
 
@@ -154,7 +156,7 @@ def specificity(value: Any, tp: Any) -> int:
     return _rank(type(value), tp)
 
 
-@_memoized
+@memoized
 def _rank(cls_of_value: type, tp: Any) -> int:
     mro = cls_of_value.__mro__
     best = len(mro) + 1
@@ -170,7 +172,7 @@ def _rank(cls_of_value: type, tp: Any) -> int:
     return best
 
 
-@_memoized
+@memoized
 def compatible(out_tp: Any, in_tp: Any) -> bool:
     """Whether a value declared as ``out_tp`` can be accepted by a handler of ``in_tp``."""
     if out_tp is typing.Any or in_tp is typing.Any or in_tp is object:
