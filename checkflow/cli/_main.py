@@ -19,6 +19,7 @@ from typing import Any
 
 from checkflow.checkpoints import Checkpoint
 from checkflow.cli._conversations import add_conversation_commands, prune_orphans, run_conversations
+from checkflow.cli._export import write_export
 from checkflow.cli._mermaid import render_mermaid
 from checkflow.cli._migrate import COMMAND as MIGRATE
 from checkflow.cli._migrate import add_migrate_parser, run_migrate
@@ -99,7 +100,9 @@ def _parser() -> argparse.ArgumentParser:
                        ("tree", "the snapshot graph, branches and head marked"),
                        ("pending", "the pending requests at the head"),
                        ("prune", "delete snapshots not reachable from the head or --keep"),
-                       ("export", "the whole checkpoint as JSON (with or without --json)"),
+                       ("export", "the checkpoint as JSON (with or without --json): each "
+                                  "stored state part once by content id, snapshots naming "
+                                  "their parts by id; --expand: every snapshot's whole state"),
                        ("verify", "read every record; report torn tails, corruption and "
                                   "leftovers (exit 1 when any is found)")]:
         action = actions.add_parser(name, help=text, description=text)
@@ -118,6 +121,10 @@ def _parser() -> argparse.ArgumentParser:
             action.add_argument("--orphans", action="store_true",
                                 help="instead of one checkpoint's snapshots, delete the host "
                                      "checkpoints no conversation references (no ID)")
+        if name == "export":
+            action.add_argument("--expand", action="store_true",
+                                help="print every snapshot with its whole state, each shared "
+                                     "part repeated (the self-contained form; far larger)")
         if name == "tree":
             action.add_argument("--since", metavar="SNAPSHOT_ID",
                                 help="draw only the subtree from this snapshot")
@@ -159,12 +166,15 @@ def _pending_command(checkpoint: Checkpoint, as_json: bool) -> None:
         print("\n".join(_describe_request(r) for r in requests) or "no pending requests")
 
 
-def _export(checkpoint: Checkpoint, as_json: bool) -> None:
-    _print_json(checkpoint_export(checkpoint))  # export is JSON either way
+def _export(checkpoint: Checkpoint, expand: bool) -> None:
+    """JSON either way: each part once, streamed (``cli._export``), or ``--expand``'s form."""
+    if expand:
+        _print_json(checkpoint_export(checkpoint))
+    else:
+        write_export(checkpoint, sys.stdout)
 
 
-_ON_CHECKPOINT: dict[str, Any] = {
-    "show": _show, "tree": _tree, "pending": _pending_command, "export": _export}
+_ON_CHECKPOINT: dict[str, Any] = {"show": _show, "tree": _tree, "pending": _pending_command}
 
 
 def _would_prune(checkpoint: Checkpoint, keep: Sequence[str]) -> list[str]:
@@ -220,6 +230,8 @@ async def _checkpoints(args: argparse.Namespace) -> int:
                 print(render_mermaid(checkpoint))
             else:
                 _tree(checkpoint, args.json, args.since, args.limit)
+        elif args.action == "export":
+            _export(await _hosted_view(stores, args.checkpoint_id), args.expand)
         else:
             _ON_CHECKPOINT[args.action](await _hosted_view(stores, args.checkpoint_id),
                                         args.json)

@@ -148,7 +148,7 @@ def test_an_unknown_storage_scheme_is_an_error(capsys: Any) -> None:
 
 def test_export_in_a_process_without_the_types_shows_them_opaque(storage_url: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "checkflow", "checkpoints", "export", "cp-1",
+        [sys.executable, "-m", "checkflow", "checkpoints", "export", "cp-1", "--expand",
          "--storage", storage_url],
         capture_output=True, text=True, timeout=120, check=True,
         env={**os.environ, "PYTHONPATH": os.getcwd()},
