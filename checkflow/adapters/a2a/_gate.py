@@ -141,12 +141,12 @@ class RunGate(RequestContextBuilder):
         if context_id:
             check_context_id(context_id)
             waiting = await self._waiting(context_id, context)
-            if waiting:
+            if waiting is not None:
                 raise UnsupportedOperationError(
-                    message=f"task {waiting[0]} in context {context_id} is waiting for input: "
-                            f"answer it with taskId {waiting[0]} (or cancel it) before "
+                    message=f"task {waiting} in context {context_id} is waiting for input: "
+                            f"answer it with taskId {waiting} (or cancel it) before "
                             f"starting a new task there",
-                    data={"waiting_task_id": waiting[0]})
+                    data={"waiting_task_id": waiting})
         else:
             context_id = uuid.uuid4().hex
         message.task_id, message.context_id = task_id, context_id  # as the task will have them
@@ -156,22 +156,24 @@ class RunGate(RequestContextBuilder):
         run.may_reply = whole
         return context_id, run
 
-    async def _waiting(self, context_id: str, context: ServerCallContext) -> list[str]:
-        """The context's input-required tasks whose requests the conversation still has.
+    async def _waiting(self, context_id: str, context: ServerCallContext) -> str | None:
+        """The context's task waiting for input, if the conversation still has its requests.
 
-        A task answered outside A2A (the native API) keeps its last A2A state but no longer
-        blocks its context; continuing it is refused as stale by its resume token.
+        Only the newest task can be waiting: a context's tasks run one after another (the
+        conversation's lease) and a new one starts only once none waits. An older task still
+        marked input-required was answered outside A2A (the native API); it keeps its last
+        A2A state but blocks nothing, and continuing it is refused as stale by its resume
+        token. So this reads the context's newest task, never its whole history.
         """
-        paused = [t for t in await self._store.context_tasks(context_id, context)
-                  if t.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED]
-        if not paused:
-            return []
+        newest = await self._store.newest_task(context_id, context)
+        if newest is None or newest.status.state != a2a_pb2.TASK_STATE_INPUT_REQUIRED:
+            return None
         try:
             state = await self._host.get_conversation(context_id,
                                                       principal=principal_of(context))
         except ConversationNotFoundError:
-            return []
-        return [t.id for t in paused if set(pending_ids(t)) & set(state.pending_requests)]
+            return None
+        return newest.id if set(pending_ids(newest)) & set(state.pending_requests) else None
 
     async def _start(self, context_id: str, context: ServerCallContext, *,
                      task_id: str | None = None, message: Any = None,
