@@ -47,6 +47,8 @@ from checkflow.hosting._views import (
 from checkflow.hosting._workflow_host import HostedRunStream, WorkflowHost
 
 if TYPE_CHECKING:
+    from checkflow.hosting._app import NATIVE_EXCEPTION_HANDLERS
+    from checkflow.hosting._bounds import BodyLimits
     from checkflow.hosting._http import (
         MAX_JSON_DEPTH,
         HttpError,
@@ -60,10 +62,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "NATIVE_EXCEPTION_HANDLERS",
     "Adapter",
     "AgentHost",
     "AgentRunStream",
     "Authenticate",
+    "BodyLimits",
     "ConversationHead",
     "ConversationState",
     "Host",
@@ -108,6 +112,8 @@ __all__ = [
 ]
 
 _NEEDS_STARLETTE = {
+    "NATIVE_EXCEPTION_HANDLERS": "_app",
+    "BodyLimits": "_bounds",
     "MAX_JSON_DEPTH": "_http",
     "HttpError": "_http",
     "convert_body": "_http",

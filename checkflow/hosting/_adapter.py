@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from checkflow.hosting._protocol import Host
 
-__all__ = ["Adapter", "adapter_exception_handlers", "adapter_prefixes"]
+__all__ = ["Adapter", "adapter_body_limit", "adapter_exception_handlers", "adapter_prefixes"]
 
 
 @runtime_checkable
@@ -29,7 +29,10 @@ class Adapter(Protocol):
       each route's first path segment is taken. Overlapping another adapter's prefixes or the
       native API's (``/v1``, ``/healthz``, ``/readyz``) refuses to start, naming both.
     - ``exception_handlers``: the adapter's own Starlette exception-handler mapping (its
-      protocol's error shape); without it errors get the native API's JSON mapping.
+      protocol's error shape); without it errors get the native API's JSON mapping. Its
+      handler for ``HttpError`` also answers the bodies the app refuses before any route
+      runs (too large, too slow, too deeply nested, not JSON).
+    - ``max_body_bytes``: the largest request body its routes take (``None``: the app's).
     """
 
     def routes(self, host: Host) -> list[BaseRoute]:
@@ -55,3 +58,9 @@ def adapter_exception_handlers(adapter: Adapter) -> Mapping[Any, Any] | None:
     """The adapter's own exception handlers, or ``None`` for the native mapping."""
     handlers = getattr(adapter, "exception_handlers", None)
     return dict(handlers) if handlers is not None else None
+
+
+def adapter_body_limit(adapter: Adapter) -> int | None:
+    """The adapter's own body size limit, or ``None`` for the app's."""
+    limit = getattr(adapter, "max_body_bytes", None)
+    return int(limit) if limit is not None else None

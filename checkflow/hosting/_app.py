@@ -11,9 +11,10 @@ state or decide concurrency: the host does.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,8 +28,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from checkflow.agents import ChatMessage
 from checkflow.errors import CheckflowError, InvalidConversationIdError
-from checkflow.hosting._adapter import Adapter, adapter_exception_handlers, adapter_prefixes
+from checkflow.hosting._adapter import (
+    Adapter,
+    adapter_body_limit,
+    adapter_exception_handlers,
+    adapter_prefixes,
+)
 from checkflow.hosting._agent_host import AgentHost
+from checkflow.hosting._bounds import BodyGuard, BodyLimits, Refusal
 from checkflow.hosting._factory import Authenticate, request_principal
 from checkflow.hosting._http import (
     HttpError,
@@ -350,8 +357,21 @@ NATIVE_EXCEPTION_HANDLERS: dict[Any, Any] = {
 """The native API's one error mapping, also the default of every adapter's sub-app."""
 
 
-def _adapter_mounts(host: Host, adapters: Sequence[Adapter],
-                    max_body_bytes: int) -> list[BaseRoute]:
+def _refusal(handlers: Mapping[Any, Any]) -> Refusal:
+    """The handler ``handlers`` pick for an ``HttpError`` (looked up along its MRO)."""
+    for kind in HttpError.__mro__:
+        if kind in handlers:
+            handler: Refusal = handlers[kind]
+            return handler
+    return _mapped_error
+
+
+BodyRule = tuple[Sequence[str], BodyLimits, Refusal]
+
+
+def _adapter_mounts(host: Host, adapters: Sequence[Adapter], limits: BodyLimits,
+                    rules: list[BodyRule]) -> list[BaseRoute]:
+    """One sub-app per adapter; ``rules`` gains each one's body limits and refusal shape."""
     claims: list[tuple[str, Sequence[str]]] = [("the native API", NATIVE_PREFIXES)]
     mounts: list[BaseRoute] = []
     for adapter in adapters:
@@ -362,8 +382,11 @@ def _adapter_mounts(host: Host, adapters: Sequence[Adapter],
         claims.append((name, prefixes))
         handlers = adapter_exception_handlers(adapter) or NATIVE_EXCEPTION_HANDLERS
         sub = Starlette(routes=routes, exception_handlers=handlers)
+        own = adapter_body_limit(adapter)
+        mine = limits if own is None else dataclasses.replace(limits, max_bytes=own)
         sub.state.host = host
-        sub.state.max_body_bytes = max_body_bytes
+        sub.state.max_body_bytes = mine.max_bytes
+        rules.append((prefixes, mine, _refusal(handlers)))
         mounts.append(PrefixMount(prefixes, sub, name))
     check_prefixes(claims)
     return mounts
@@ -374,13 +397,15 @@ def build_app(
     *,
     adapters: Sequence[Adapter],
     authenticate: Authenticate | None,
-    max_body_bytes: int,
+    limits: BodyLimits,
     middleware: Sequence[Middleware] = (),
     on_disconnect: str = "cancel",
 ) -> Starlette:
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
+    max_body_bytes = limits.max_bytes
     routes = [*_health_routes(host), _openapi_route(host)]
-    routes.extend(_adapter_mounts(host, adapters, max_body_bytes))
+    rules: list[BodyRule] = []
+    routes.extend(_adapter_mounts(host, adapters, limits, rules))
     if isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
     else:
@@ -388,6 +413,8 @@ def build_app(
     stack = [*middleware, Middleware(_EncodedNativePaths)]
     if authenticate is not None:
         stack.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))
+    stack.append(Middleware(BodyGuard, limits=limits, refuse=_mapped_error,
+                            make_error=HttpError, rules=rules))
     app = Starlette(routes=routes, middleware=stack,
                     exception_handlers=NATIVE_EXCEPTION_HANDLERS)
     app.state.host = host

@@ -7,6 +7,7 @@ is missing. This module must never build routes itself; ``_app`` does.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from starlette.middleware import Middleware
     from starlette.requests import Request
 
+    from checkflow.hosting._bounds import BodyLimits
     from checkflow.hosting._protocol import Host
 
 __all__ = ["Adapter", "Authenticate", "create_app", "request_principal"]
@@ -36,15 +38,19 @@ def create_app(
     *,
     adapters: Sequence[Adapter] = (),
     authenticate: Authenticate | None = None,
-    max_body_bytes: int = 1_048_576,
+    max_body_bytes: int | None = None,
     middleware: Sequence[Middleware] = (),
     on_disconnect: str = "cancel",
+    limits: BodyLimits | None = None,
 ) -> Starlette:
     """A Starlette app serving ``host``: ``/healthz``, ``/readyz``, adapters, the native API.
 
     ``authenticate(request) -> principal | None`` (sync or async), when given, runs for every
     request but the health probes; ``None`` answers 401, and each principal sees only its
-    own conversations. Bodies over ``max_body_bytes`` are refused with 413 while streaming.
+    own conversations. Every request body, adapters' and SDK routes' included, is held to
+    ``limits`` (``BodyLimits``: size, JSON nesting, the time it may take to arrive) before
+    any route parses it; ``max_body_bytes``, when given, replaces ``limits.max_bytes``
+    (default 1 MiB). A body over it is refused with 413 while streaming.
     Each adapter is mounted as a sub-app under its prefixes; overlapping prefixes raise
     ``AdapterConflictError`` naming both. ``middleware`` (Starlette ``Middleware`` entries,
     first outermost) wraps every request, health probes and adapters included, outside the
@@ -57,10 +63,13 @@ def create_app(
         raise ValueError(f"on_disconnect must be 'cancel' or 'continue', not {on_disconnect!r}")
     try:
         from checkflow.hosting._app import build_app
+        from checkflow.hosting._bounds import BodyLimits
     except ModuleNotFoundError as exc:
         if exc.name != "starlette" and not str(exc.name).startswith("starlette."):
             raise
         raise ImportError("create_app needs starlette: pip install 'checkflow[hosting]'") from exc
-    return build_app(host, adapters=adapters, authenticate=authenticate,
-                     max_body_bytes=max_body_bytes, middleware=middleware,
-                     on_disconnect=on_disconnect)
+    bounds = limits if limits is not None else BodyLimits()
+    if max_body_bytes is not None:
+        bounds = dataclasses.replace(bounds, max_bytes=max_body_bytes)
+    return build_app(host, adapters=adapters, authenticate=authenticate, limits=bounds,
+                     middleware=middleware, on_disconnect=on_disconnect)

@@ -38,6 +38,7 @@ from checkflow.errors import (
     StorageFullError,
     StorageReadOnlyError,
 )
+from checkflow.hosting._bounds import BODY_KEY, is_json_media, nests_deeper
 from checkflow.hosting._views import error_body
 
 __all__ = [
@@ -73,12 +74,6 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
     return Response(_encoder.encode(body), status, headers, media_type="application/json")
 
 
-def _is_json(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and
-                                            media.endswith("+json"))
-
-
 MAX_JSON_DEPTH = 64
 """How deeply a request body may nest (objects and arrays) before it is refused with 422."""
 
@@ -99,10 +94,26 @@ async def read_json(
     msgspec-convertible annotation, or a pydantic model (validated by pydantic).
     """
     content_type = request.headers.get("content-type", "")
-    if not _is_json(content_type):
+    if not is_json_media(content_type):
         raise HttpError(415, "unsupported_media_type",
                         f"send application/json, not {content_type or 'no content type'!r}")
     limit = max_body_bytes if max_body_bytes is not None else _app_limit(request)
+    body = request.scope.get(BODY_KEY)  # read and bounded by the app's BodyGuard
+    if body is None or len(body) > limit:
+        body = await _read_bounded(request, limit)
+    try:
+        parsed = _json_decoder.decode(body)
+    except RecursionError:
+        raise _too_deep_error(max_depth) from None
+    except msgspec.DecodeError as exc:
+        raise HttpError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+    if isinstance(parsed, (dict, list)) and nests_deeper(body, max_depth):
+        raise _too_deep_error(max_depth)
+    return convert_body(parsed, type)
+
+
+async def _read_bounded(request: Request, limit: int) -> bytes:
+    """The body, refused (413) as soon as it passes ``limit`` (outside a guarded app)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _too_large(limit)
@@ -113,17 +124,7 @@ async def read_json(
         if size > limit:
             raise _too_large(limit)
         chunks.append(chunk)
-    body = b"".join(chunks)
-    try:
-        parsed = _json_decoder.decode(body)
-    except RecursionError:
-        raise _too_deep_error(max_depth) from None
-    except msgspec.DecodeError as exc:
-        raise HttpError(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
-    if (isinstance(parsed, (dict, list)) and body.count(b"[") + body.count(b"{") > max_depth
-            and _too_deep(parsed, max_depth)):
-        raise _too_deep_error(max_depth)
-    return convert_body(parsed, type)
+    return b"".join(chunks)
 
 
 def _too_large(limit: int) -> HttpError:
@@ -158,18 +159,6 @@ def convert_body(parsed: Any, type: type[T]) -> T:
 def _app_limit(request: Request) -> int:
     limit = getattr(request.app.state, "max_body_bytes", None) if "app" in request.scope else None
     return int(limit) if limit is not None else 1_048_576
-
-
-def _too_deep(value: Any, limit: int) -> bool:
-    """Whether parsed JSON nests containers deeper than ``limit`` (iterative, no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return False
 
 
 def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str]]:

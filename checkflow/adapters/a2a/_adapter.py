@@ -26,12 +26,19 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from checkflow.adapters.a2a._card import base_card, load_card, with_interfaces
+from checkflow.adapters.a2a._errors import refusal_handler
 from checkflow.adapters.a2a._executor import HostExecutor
 from checkflow.adapters.a2a._gate import RunGate
 from checkflow.adapters.a2a._handler import A2ARequestHandler
 from checkflow.adapters.a2a._store import PRINCIPAL_KEY, A2ATaskStore
 from checkflow.adapters.a2a._types import A2AMessage
-from checkflow.hosting import Host, HostDescription, request_principal
+from checkflow.hosting import (
+    NATIVE_EXCEPTION_HANDLERS,
+    Host,
+    HostDescription,
+    HttpError,
+    request_principal,
+)
 
 __all__ = ["A2AAdapter", "default_adapter"]
 
@@ -84,6 +91,9 @@ class A2AAdapter:
         self.idle_task_timeout = idle_task_timeout
         self.prefixes = _outermost([self.rpc_path, self.rest_prefix,
                                     AGENT_CARD_WELL_KNOWN_PATH])
+        # refused bodies (too large, slow, deep, not JSON) in A2A's own error shape
+        self.exception_handlers: dict[Any, Any] = {
+            **NATIVE_EXCEPTION_HANDLERS, HttpError: refusal_handler(self.rest_prefix)}
 
     def card_for(self, name: str, description: str, base_url: str) -> a2a_pb2.AgentCard:
         """The card served for a host of that name and description at ``base_url``."""
