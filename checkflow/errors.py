@@ -43,6 +43,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
         ├── NoCheckpointsError              this host keeps no checkpoints (an AgentHost)
         ├── InvalidConversationIdError      empty, too long, or not valid UTF-8 (HTTP 400/414)
         ├── ConversationLimitError          a per-conversation limit was reached (HTTP 409)
+        ├── RecordTooLargeError             an adapter's record would pass its size bound (409)
         └── AdapterConflictError            two adapters (or one and the native API) share a path
 
 Errors carry the facts needed to act on them as attributes and say them in one sentence.
@@ -78,6 +79,7 @@ __all__ = [
     "InvalidResponseError",
     "MigrationError",
     "NoCheckpointsError",
+    "RecordTooLargeError",
     "SessionConflictError",
     "SessionError",
     "SnapshotNotFoundError",
@@ -588,3 +590,21 @@ class ConversationLimitError(HostingError):
         self.limit = limit
         self.maximum = maximum
         self.actual = actual
+
+
+class RecordTooLargeError(HostingError):
+    """An adapter's record (a thread transcript, a task, a response) would pass its bound.
+
+    Nothing was written: ``namespace`` and ``key`` name the record, ``size`` is what it would
+    be (bytes, encoded) and ``limit`` the host's ``max_record_bytes`` (HTTP 409
+    ``record_too_large``; start a new thread, task or conversation).
+    """
+
+    def __init__(self, namespace: str, key: str, *, size: int, limit: int) -> None:
+        super().__init__(
+            f"{namespace} record {key!r} would be {size} bytes, over the limit of {limit}: "
+            "start a new conversation (or raise max_record_bytes)")
+        self.namespace = namespace
+        self.key = key
+        self.size = size
+        self.limit = limit

@@ -1,6 +1,7 @@
 """Connection bounds uvicorn lacks: a deadline for the request head, and room for files.
 
-uvicorn closes idle keep-alive connections and answers 503 beyond ``limit_concurrency``, but a
+uvicorn closes idle keep-alive connections and answers 503 beyond ``limit_concurrency`` (here
+in the API's JSON error shape, not uvicorn's plain text), but a
 client that connects and then sends its request head slowly (or never) holds a connection,
 and its file descriptor, for as long as it likes. The protocol made here closes a connection
 whose head is not complete ``header_timeout`` seconds after the connection opened (or after
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import sys
 import time
@@ -33,6 +35,20 @@ DESCRIPTORS_RESERVED = 32
 """For the interpreter, the listening socket, the event loop and the stores."""
 
 
+_BUSY = json.dumps({"error": {
+    "code": "server_busy",
+    "message": "the server is at its concurrency limit (--limit-concurrency); retry shortly",
+}}).encode()
+
+
+async def _busy(scope: Any, receive: Any, send: Any) -> None:
+    """uvicorn's answer past the concurrency limit, as JSON like every other error."""
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(_BUSY)).encode()),
+        (b"retry-after", b"1"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": _BUSY, "more_body": False})
+
+
 def bounded_protocol(header_timeout: float) -> type[asyncio.Protocol]:
     """An h11 protocol class that closes connections slower than ``header_timeout``."""
 
@@ -41,6 +57,24 @@ def bounded_protocol(header_timeout: float) -> type[asyncio.Protocol]:
         # timer, when it fires early, waits for the later deadline (no timer per request).
         _deadline: asyncio.TimerHandle | None = None
         _due = 0.0
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # The concurrency check uvicorn makes, made here so that the 503 is JSON: the
+            # same counts (this request's task is among ``tasks`` by the time it runs).
+            self._limit = self.limit_concurrency
+            self.limit_concurrency = None
+            if self._limit is not None:
+                self._inner_app, self.app = self.app, self._app_or_busy
+
+        async def _app_or_busy(self, scope: Any, receive: Any, send: Any) -> None:
+            limit = self._limit
+            assert limit is not None
+            if len(self.connections) >= limit or len(self.tasks) > limit:
+                self.logger.warning("Exceeded concurrency limit.")
+                await _busy(scope, receive, send)
+                return
+            await self._inner_app(scope, receive, send)
 
         def _arm(self) -> None:
             self._due = self.loop.time() + header_timeout

@@ -12,6 +12,7 @@ import contextlib
 import gc
 import importlib
 import inspect
+import ipaddress
 import os
 import socket
 import sys
@@ -29,7 +30,7 @@ from checkflow.cli._connections import (
 from checkflow.cli._logging import LogSettings, configure_logging
 from checkflow.cli._serve_options import ServeOptions
 from checkflow.cli._storage_url import open_storage
-from checkflow.hosting import Adapter, AgentHost, Host, WorkflowHost, create_app
+from checkflow.hosting import Adapter, AgentHost, BodyLimits, Host, WorkflowHost, create_app
 from checkflow.workflows import Interceptor
 
 __all__ = ["event_loop", "load_object", "run_serve", "serve", "server_config"]
@@ -178,8 +179,11 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
             await hosted.describe()  # resolve the target now, not on the first request
         except TypeError as exc:
             raise ValueError(f"{target}: {exc}") from exc
+        limits = BodyLimits(max_bytes=options.max_body_bytes, max_depth=options.max_json_depth,
+                            timeout=options.body_timeout, min_rate=options.min_body_rate)
         app = create_app(hosted, adapters=adapter_objects, authenticate=auth,
-                         on_disconnect=options.on_disconnect, middleware=middleware)
+                         on_disconnect=options.on_disconnect, middleware=middleware,
+                         limits=limits)
         options = within_descriptor_limit(options)
         quiet_accept_errors(asyncio.get_running_loop())
         server = uvicorn.Server(server_config(app, options))
@@ -188,7 +192,20 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
             shown = f"[{options.host}]" if ":" in options.host else options.host
             url = f"http://{shown}:{sock.getsockname()[1]}"
             print(_banner(target, url, options.storage, loop_name), flush=True)
+            if auth is None and not _loopback(options.host):
+                print(f"checkflow: warning: {shown} is reachable beyond this machine and "
+                      "there is no --authenticate: every client is the same tenant and can "
+                      "list, read, answer and delete every conversation and task",
+                      file=sys.stderr, flush=True)
             await server.serve(sockets=[sock])
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (as given to ``--host``) is reachable only from this machine."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 GC_YOUNG_THRESHOLD = 10_000

@@ -50,6 +50,10 @@ class ServeOptions:
     limit_concurrency: int | None  # None: DEFAULT_CONCURRENCY, or less to fit the fd limit
     max_header_bytes: int
     on_disconnect: str = "cancel"
+    max_body_bytes: int = 1_048_576
+    body_timeout: float = 30.0
+    min_body_rate: int = 65_536
+    max_json_depth: int = 64
     public_url: str | None = None
     logs: LogSettings = field(default_factory=LogSettings)
     otel: bool = False
@@ -103,6 +107,19 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
                             "with GET /v1/conversations/ID/events)")
     serve.add_argument("--max-header-bytes", type=count, default=16_384, metavar="BYTES",
                        help="refuse a request whose head is larger (default 16384)")
+    serve.add_argument("--max-body-bytes", type=count, default=1_048_576, metavar="BYTES",
+                       help="refuse (413) a request body larger than this, on every route "
+                            "(default 1048576)")
+    serve.add_argument("--body-timeout", type=seconds, default=30.0, metavar="S",
+                       help="answer 408 and close when a request body has not arrived within "
+                            "S seconds, plus a second per --min-body-rate bytes received "
+                            "(default 30)")
+    serve.add_argument("--min-body-rate", type=count, default=65_536, metavar="BYTES",
+                       help="the slowest rate, in bytes a second, a large body may arrive at "
+                            "beyond --body-timeout (default 65536)")
+    serve.add_argument("--max-json-depth", type=count, default=64, metavar="N",
+                       help="refuse a JSON body nesting objects and arrays deeper than N "
+                            "levels, on every route (default 64)")
 
 
 def _from(args: argparse.Namespace, name: str, env: Mapping[str, str], variable: str,
@@ -140,5 +157,7 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str] | None = None
         shutdown_timeout=args.shutdown_timeout, header_timeout=args.header_timeout,
         keep_alive_timeout=args.keep_alive_timeout, limit_concurrency=args.limit_concurrency,
         max_header_bytes=args.max_header_bytes, on_disconnect=args.on_disconnect,
+        max_body_bytes=args.max_body_bytes, body_timeout=args.body_timeout,
+        min_body_rate=args.min_body_rate, max_json_depth=args.max_json_depth,
         public_url=getattr(args, "public_url", None), logs=log_settings(args, env),
         otel=bool(getattr(args, "otel", False)), loop=loop)

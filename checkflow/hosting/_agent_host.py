@@ -37,6 +37,7 @@ from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._keys import AGENT_SESSION_KEY, ConversationKey
 from checkflow.hosting._lease import ConversationLease
 from checkflow.hosting._protocol import HostDescription, RunOptions
+from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._runs import ActiveRun, HostedRun
 from checkflow.hosting._target import Resolver
@@ -56,8 +57,10 @@ class AgentHost(HostBase):
     def __init__(
         self, agent: Any, *, session_store: SessionStore | None = None,
         lease_seconds: float = 300.0, renew_seconds: float | None = None,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         super().__init__(session_store, lease_seconds=lease_seconds, renew_seconds=renew_seconds)
+        self.max_record_bytes = max_record_bytes
         self._agent: Resolver[Agent] = Resolver(
             agent, is_instance=lambda a: isinstance(a, Agent), what="Agent"
         )

@@ -6,8 +6,10 @@ past the limit is refused at once (413) without buffering more than the limit; a
 has not arrived within its deadline is refused (408); a non-JSON media type is refused (415);
 a JSON body nesting deeper than the limit is refused (the native API's 422, each protocol's own
 error elsewhere) before any parser can recurse into it. Every refusal closes the connection,
-so the rest of an oversized or slow body is never read. A body that passes is handed on as it
-was, byte for byte. This module must never parse a body into objects, and never run anything.
+so the rest of an oversized or slow body is never read (past a bounded linger, read and
+dropped, that lets a client sending a little too much read its 413 instead of a reset). A
+body that passes is handed on as it was, byte for byte. This module must never parse a body
+into objects, and never run anything.
 """
 
 from __future__ import annotations
@@ -163,6 +165,8 @@ class BodyGuard:
             if body:
                 self._check(body, media, rule.limits)
         except _BodyRefused as refused:
+            if refused.status == 413:
+                await _linger(receive, rule.limits)
             await self._answer(scope, receive, send, rule, refused)
             return
         scope[BODY_KEY] = body
@@ -228,6 +232,30 @@ class BodyGuard:
         response = await rule.refuse(Request(scope, receive), error)
         response.headers["connection"] = "close"  # the rest of the body is never read
         await response(scope, _ended, send)
+
+
+_LINGER_SECONDS = 2.0
+
+
+async def _linger(receive: Receive, limits: BodyLimits) -> None:
+    """Read and drop up to another ``max_bytes`` of a refused body (for two seconds at most).
+
+    A client that sends its whole body before reading the answer (most do) would otherwise
+    meet a reset instead of the 413: closing a socket with unread input resets it. What
+    arrives is discarded as it comes, so this holds no more memory than one chunk.
+    """
+    budget = limits.max_bytes
+    try:
+        async with asyncio.timeout(min(limits.timeout, _LINGER_SECONDS)):
+            while budget > 0:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                budget -= len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return
 
 
 def _too_large(limit: int) -> _BodyRefused:

@@ -16,7 +16,7 @@ from checkflow._aio import eager_future
 from checkflow.errors import SessionError
 from checkflow.hosting._keys import CONVERSATION_KEY, ConversationKey
 from checkflow.hosting._lease import LeaseManager, new_owner_id
-from checkflow.hosting._records import RecordStore
+from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES, RecordStore
 from checkflow.hosting._runs import RunRegistry, empty
 from checkflow.sessions import AgentSession, InMemorySessionStore, SessionStore
 from checkflow.workflows import WorkflowEvent
@@ -35,6 +35,9 @@ class HostBase:
     hosts; ``renew_seconds`` (default a third of it) is how often a running host renews its
     lease, and so the longest a cancel requested by another process takes to be honoured.
     """
+
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES
+    """The bound on each adapter record's encoded size (``records``); ``None``: unbounded."""
 
     def __init__(
         self,
@@ -116,7 +119,7 @@ class HostBase:
 
     def records(self, namespace: str) -> RecordStore:
         """Durable, principal-scoped records in this host's session store (for adapters)."""
-        return RecordStore(self.session_store, namespace)
+        return RecordStore(self.session_store, namespace, max_bytes=self.max_record_bytes)
 
     async def list_conversations(self, *, principal: str | None = None) -> list[str]:
         """The ids of ``principal``'s conversations, sorted (reads every session: for

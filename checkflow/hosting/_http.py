@@ -31,6 +31,7 @@ from checkflow.errors import (
     InvalidConversationIdError,
     InvalidMessageError,
     InvalidResponseError,
+    RecordTooLargeError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
     StateTooLargeError,
@@ -196,6 +197,8 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
                 "actual_head_snapshot_id": exc.actual_head_snapshot_id}
         _log.error("acknowledged history lost: %s", exc)
         return 500, "checkpoint_lost", lost, {}
+    if isinstance(exc, RecordTooLargeError):
+        return 409, "record_too_large", {"size": exc.size, "limit": exc.limit}, {}
     if isinstance(exc, StateTooLargeError):
         return 422, "state_too_large", {"size": exc.size, "limit": exc.limit}, {}
     storage = _storage_fault(exc)

@@ -16,9 +16,14 @@ from typing import Any, Final
 
 import msgspec
 
+from checkflow import state as codec
+from checkflow.errors import RecordTooLargeError
 from checkflow.sessions import AgentSession, SessionStore
 
-__all__ = ["RecordStore", "StoredRecord"]
+__all__ = ["DEFAULT_MAX_RECORD_BYTES", "RecordStore", "StoredRecord"]
+
+DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
+"""The default bound on one record's encoded value (``RecordTooLargeError`` past it)."""
 
 _VALUE: Final = "value"
 _IDENTITY: Final = "record"
@@ -37,14 +42,21 @@ class RecordStore:
 
     ``put(..., expected_version=v)`` writes only over version ``v`` and ``create=True`` only
     when the key is new, else ``SessionConflictError``; values are anything the state codec
-    encodes.
+    encodes, up to ``max_bytes`` encoded (``RecordTooLargeError`` past it, nothing written;
+    ``None``: unbounded).
     """
 
-    def __init__(self, store: SessionStore, namespace: str) -> None:
+    def __init__(self, store: SessionStore, namespace: str, *,
+                 max_bytes: int | None = DEFAULT_MAX_RECORD_BYTES) -> None:
         if not namespace:
             raise ValueError("a record namespace must not be empty")
         self._store = store
         self.namespace = namespace
+        self.max_bytes = max_bytes
+
+    def size_of(self, value: Any) -> int:
+        """How many bytes ``value`` takes encoded, as ``put`` measures it against the bound."""
+        return len(codec.encode(value))
 
     def _session_id(self, key: str, principal: str | None) -> str:
         name = msgspec.json.encode([self.namespace, principal, key])
@@ -67,6 +79,10 @@ class RecordStore:
         create: bool = False,
     ) -> str:
         """Store ``value`` under ``key`` if the write's condition holds; the new version."""
+        if self.max_bytes is not None:
+            size = self.size_of(value)
+            if size > self.max_bytes:
+                raise RecordTooLargeError(self.namespace, key, size=size, limit=self.max_bytes)
         identity = {"namespace": self.namespace, "principal": principal, "key": key}
         session = AgentSession(self._session_id(key, principal),
                                {_IDENTITY: identity, _VALUE: value})

@@ -41,6 +41,7 @@ from checkflow.hosting._keys import GENERATION_KEY, ConversationKey, running_con
 from checkflow.hosting._lease import ConversationLease
 from checkflow.hosting._operate import recover_conversation
 from checkflow.hosting._protocol import HostDescription, RunOptions
+from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._target import Resolver
 from checkflow.sessions import SessionStore
@@ -92,7 +93,9 @@ class WorkflowHost(HostBase):
     commit whose encoded state exceeds ``max_state_bytes`` fails the turn with
     ``StateTooLargeError`` (HTTP 422 ``state_too_large``), committing nothing. A
     conversation whose own lineage reaches ``max_snapshots`` can only start afresh (delete
-    it) or be given a higher limit: lineage is never rewritten.
+    it) or be given a higher limit: lineage is never rewritten. An adapter record
+    (``records``) larger than ``max_record_bytes`` encoded is refused with
+    ``RecordTooLargeError`` (HTTP 409 ``record_too_large``), writing nothing.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class WorkflowHost(HostBase):
         max_pending_requests: int | None = 1_000,
         max_snapshots: int | None = 10_000,
         max_state_bytes: int | None = 16 * 1024 * 1024,
+        max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     ) -> None:
         if on_signature_mismatch not in ("reject", "new_checkpoint"):
             raise ValueError(
@@ -123,6 +127,7 @@ class WorkflowHost(HostBase):
         self.max_pending_requests = max_pending_requests
         self.max_snapshots = max_snapshots
         self.max_state_bytes = max_state_bytes
+        self.max_record_bytes = max_record_bytes
         self._workflow: Resolver[Workflow] = Resolver(
             target, is_instance=lambda t: isinstance(t, Workflow), what="Workflow"
         )

@@ -4,7 +4,8 @@ The app's ``BodyGuard`` refuses a body that is too large, too slow, too deeply n
 JSON before the SDK parses it; this module says how that refusal looks to an A2A client: a
 JSON-RPC error object on the JSON-RPC route (HTTP 200, as the SDK itself answers a payload
 that is too large, so the client raises the typed error), and a ``google.rpc.Status`` payload
-with the refusal's HTTP status on the REST routes. A timed-out body keeps its 408 on both.
+with the refusal's HTTP status on the REST routes (400 for nesting, as for InvalidParams).
+A timed-out body keeps its 408 on both.
 This module must never decide what is wrong with a request.
 """
 
@@ -38,9 +39,10 @@ def refusal_handler(rest_prefix: str) -> Callable[[Request, Exception], Awaitabl
         error = _a2a_error(exc)
         path = request.url.path
         if path == rest_prefix or path.startswith(rest_prefix + "/"):
+            status = 400 if exc.status == 422 else exc.status  # A2A's REST says 400 there
             payload = build_rest_error_payload(error)
-            payload["error"]["code"] = exc.status
-            return json_response(payload, exc.status)
+            payload["error"]["code"] = status
+            return json_response(payload, status)
         status = 408 if exc.status == 408 else 200
         return json_response(build_error_response(None, error), status)
 

@@ -139,9 +139,11 @@ class _Run:
         except ValueError as exc:
             raise HttpError(422, "invalid_request", str(exc)) from exc
         run = cls(host, body, request_principal(request))
-        run.thread = await ThreadRecord.load(host.records(NAMESPACE), body.thread_id,
-                                             run.principal)
+        records = host.records(NAMESPACE)
+        run.thread = await ThreadRecord.load(records, body.thread_id, run.principal)
         fresh = new_messages(body.messages, run.thread.seen)
+        if fresh:
+            run.thread.check_room(records, sum(len(m.model_dump_json()) for m in fresh))
         message = await run._message(fresh)
         state = await run._conversation()
         open_ids: set[str] = set() if state is None else set(state.pending_requests)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkflow.errors import SessionConflictError
+from checkflow.errors import RecordTooLargeError, SessionConflictError
 from checkflow.hosting import RecordStore
 
 __all__ = ["NAMESPACE", "ThreadRecord"]
@@ -33,6 +33,8 @@ class ThreadRecord:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     issued: list[str] = field(default_factory=list)
     version: str | None = None
+    size: int = 0
+    """The record's encoded size when it was loaded (what the host's bound is checked on)."""
 
     @property
     def seen(self) -> set[str]:
@@ -54,7 +56,17 @@ class ThreadRecord:
             transcript=[dict(m) for m in value.get("transcript", ())],
             issued=[str(i) for i in value.get("issued", ())],
             version=stored.version,
+            size=store.size_of(stored.value) if store.max_bytes is not None else 0,
         )
+
+    def check_room(self, store: RecordStore, incoming: int) -> None:
+        """Refuse a run (``RecordTooLargeError``) before it starts when the thread's record,
+        grown by ``incoming`` bytes of new input, would pass the host's bound: the record is
+        written after the run commits, and a refusal then would leave the thread unrecorded."""
+        limit = store.max_bytes
+        if limit is not None and self.size + incoming > limit:
+            raise RecordTooLargeError(store.namespace, self.thread_id,
+                                      size=self.size + incoming, limit=limit)
 
     def merged(
         self, messages: Iterable[Mapping[str, Any]], issued: Sequence[str]
