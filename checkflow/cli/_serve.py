@@ -169,12 +169,14 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
         hosted: Host
         if isinstance(obj, Agent):
             hosted = AgentHost(obj, session_store=stores.session_store,
-                               lease_seconds=options.lease_seconds)
+                               lease_seconds=options.lease_seconds,
+                               max_record_bytes=options.max_record_bytes)
         else:
             hosted = WorkflowHost(obj, session_store=stores.session_store,
                                   checkpoint_storage=stores.checkpoint_storage,
                                   lease_seconds=options.lease_seconds,
-                                  interceptors=interceptors)
+                                  interceptors=interceptors,
+                                  max_record_bytes=options.max_record_bytes)
         try:
             await hosted.describe()  # resolve the target now, not on the first request
         except TypeError as exc:

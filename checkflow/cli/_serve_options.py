@@ -54,6 +54,7 @@ class ServeOptions:
     body_timeout: float = 30.0
     min_body_rate: int = 65_536
     max_json_depth: int = 64
+    max_record_bytes: int = 8 * 1024 * 1024
     public_url: str | None = None
     logs: LogSettings = field(default_factory=LogSettings)
     otel: bool = False
@@ -120,6 +121,10 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--max-json-depth", type=count, default=64, metavar="N",
                        help="refuse a JSON body nesting objects and arrays deeper than N "
                             "levels, on every route (default 64)")
+    serve.add_argument("--max-record-bytes", type=count, default=8 * 1024 * 1024,
+                       metavar="BYTES",
+                       help="the largest record an adapter keeps per thread, task or "
+                            "response (409 record_too_large past it; default 8388608)")
 
 
 def _from(args: argparse.Namespace, name: str, env: Mapping[str, str], variable: str,
@@ -159,5 +164,6 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str] | None = None
         max_header_bytes=args.max_header_bytes, on_disconnect=args.on_disconnect,
         max_body_bytes=args.max_body_bytes, body_timeout=args.body_timeout,
         min_body_rate=args.min_body_rate, max_json_depth=args.max_json_depth,
+        max_record_bytes=args.max_record_bytes,
         public_url=getattr(args, "public_url", None), logs=log_settings(args, env),
         otel=bool(getattr(args, "otel", False)), loop=loop)

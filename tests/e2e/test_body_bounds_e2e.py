@@ -303,3 +303,31 @@ def test_the_openai_client_gets_a_typed_413(server: Any) -> None:
     assert raised.value.status_code == 413
     assert "larger than 1048576 bytes" in str(raised.value.message)
 
+
+
+async def test_the_body_flags_set_the_bounds_every_door_keeps(start_server: Start) -> None:
+    server = start_server(TARGET, None, *ADAPTERS, "--max-body-bytes", "1000",
+                          "--max-json-depth", "5")
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        for door in DOORS:
+            base = door.fields[0].replace(HOLE, '"x"').encode()
+            padded = base + b" " * (1001 - len(base))
+            _refusal(door, await client.post(door.path, content=padded, headers=HEADERS),
+                     "body_too_large")
+            deep = door.fields[0].replace(HOLE, "[[[[[[1]]]]]]").encode()
+            _refusal(door, await client.post(door.path, content=deep, headers=HEADERS),
+                     "too_deeply_nested")
+
+
+def test_an_unauthenticated_server_beyond_loopback_says_it_is_single_tenant(
+    start_server: Start,
+) -> None:
+    quiet = start_server(TARGET, None, *ADAPTERS)
+    loud = start_server(TARGET, None, *ADAPTERS, "--host", "0.0.0.0")
+    for server in (quiet, loud):
+        server.stop()  # nothing is sent to it: only what it said at startup is read
+    deadline = time.monotonic() + 30  # the output is read by a thread until the pipe closes
+    while "same tenant" not in "".join(loud.output) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "every client is the same tenant" in "".join(loud.output)
+    assert "no --authenticate" not in "".join(quiet.output)

@@ -42,7 +42,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.types import a2a_pb2
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from a2a.utils.errors import InvalidParamsError, InvalidRequestError, TaskNotFoundError
 from google.protobuf import json_format
 
 from checkflow.adapters.a2a._index import (
@@ -53,7 +53,7 @@ from checkflow.adapters.a2a._index import (
     StoredRecordLike,
     TaskIndex,
 )
-from checkflow.errors import SessionConflictError
+from checkflow.errors import RecordTooLargeError, SessionConflictError
 
 __all__ = ["PRINCIPAL_KEY", "SCAN_LIMIT", "A2ATaskStore", "RecordStoreLike", "principal_of"]
 
@@ -201,7 +201,15 @@ class A2ATaskStore(VersionedTaskStore):
         over a running writer, which then sees the conflict and stops).
         """
         del event, prev
-        principal = principal_of(context)
+        try:
+            return await self._save(task, prev_version, principal_of(context))
+        except RecordTooLargeError as exc:  # A2A's own typed refusal; what was stored stays
+            raise InvalidRequestError(message=str(exc), data={
+                "reason": "record_too_large", "size": exc.size, "limit": exc.limit,
+            }) from None
+
+    async def _save(self, task: a2a_pb2.Task, prev_version: TaskVersion,
+                    principal: str | None) -> TaskVersion:
         key = _task_key(task.id)
         value: dict[str, Any] = {"task": json_format.MessageToDict(task),
                                  "context_id": task.context_id, "updated_ns": time.time_ns()}
@@ -231,6 +239,9 @@ class A2ATaskStore(VersionedTaskStore):
             # another creator of this id won: its record names its own entries, not ours
             await self._index.remove(task.id, task.context_id, principal, seqs)
             raise ConcurrentTaskModificationError(task.id) from None
+        except RecordTooLargeError:
+            await self._index.remove(task.id, task.context_id, principal, seqs)
+            raise
         return _RecordVersion(version, seqs)
 
     async def _cancel_write(self, key: str, task_id: str, value: dict[str, Any],

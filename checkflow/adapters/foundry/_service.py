@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from checkflow.adapters.foundry._errors import ResponsesError
 from checkflow.adapters.foundry._events import Event, EventBuilder
 from checkflow.adapters.foundry._objects import response_object
@@ -30,6 +32,7 @@ from checkflow.adapters.foundry._wire import CreateRequest
 from checkflow.errors import (
     ConversationNotFoundError,
     InvalidResponseError,
+    RecordTooLargeError,
     SessionConflictError,
     SnapshotNotFoundError,
 )
@@ -71,7 +74,8 @@ class ResponsesService:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self.store = ResponseStore(host.records(NAMESPACE))
+        self._records = host.records(NAMESPACE)
+        self.store = ResponseStore(self._records)
         self._description: HostDescription | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
@@ -103,6 +107,7 @@ class ResponsesService:
         (busy, wrong reply, bad message) is raised here with nothing committed."""
         responses = plan.responses
         record = plan.record
+        self._check_room(record)
         while True:
             try:
                 run = await self.host.run(
@@ -116,6 +121,16 @@ class ResponsesService:
                     400, f"previous response {record.previous_response_id!r} can no longer "
                     f"be continued: its snapshot {exc.snapshot_id!r} is gone",
                     param="previous_response_id", code="previous_response_not_found") from None
+
+    def _check_room(self, record: ResponseRecord) -> None:
+        """Refuse a response whose record is over the host's bound before anything runs
+        (``RecordTooLargeError``, 409 ``record_too_large``): its input alone is stored."""
+        limit = self._records.max_bytes
+        if limit is None or not record.store:
+            return
+        size = self._records.size_of(msgspec.to_builtins(record))
+        if size > limit:
+            raise RecordTooLargeError(NAMESPACE, f"response:{record.id}", size=size, limit=limit)
 
     @staticmethod
     def _mark(turn: _Turn, record: ResponseRecord) -> None:
