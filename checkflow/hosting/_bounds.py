@@ -7,7 +7,7 @@ has not arrived within its deadline is refused (408); a non-JSON media type is r
 a JSON body nesting deeper than the limit is refused (the native API's 422, each protocol's own
 error elsewhere) before any parser can recurse into it. Every refusal closes the connection,
 so the rest of an oversized or slow body is never read (past a bounded linger, read and
-dropped, that lets a client sending a little too much read its 413 instead of a reset). A
+dropped, that lets a client sending too much read its 413 instead of a reset). A
 body that passes is handed on as it was, byte for byte. This module must never parse a body
 into objects, and never run anything.
 """
@@ -209,8 +209,8 @@ class BodyGuard:
         except TimeoutError:
             raise _BodyRefused(
                 408, "body_timeout",
-                f"the body did not arrive within {limits.timeout:g} seconds "
-                f"(and {limits.min_rate} bytes a second beyond that)",
+                f"the body did not arrive within {limits.timeout:g} seconds (a large body "
+                f"gets one more second for every {limits.min_rate} bytes received)",
                 timeout=limits.timeout) from None
         body = b"".join(chunks)
         return {"type": "http.request", "body": body, "more_body": False}, body
@@ -234,19 +234,22 @@ class BodyGuard:
         await response(scope, _ended, send)
 
 
-_LINGER_SECONDS = 2.0
+LINGER_FACTOR = 16
+LINGER_SECONDS = 5.0
 
 
 async def _linger(receive: Receive, limits: BodyLimits) -> None:
-    """Read and drop up to another ``max_bytes`` of a refused body (for two seconds at most).
+    """Read and drop up to ``LINGER_FACTOR`` times ``max_bytes`` more of a refused body, for
+    ``LINGER_SECONDS`` at most (the body deadline, if shorter), as servers' lingering close.
 
     A client that sends its whole body before reading the answer (most do) would otherwise
     meet a reset instead of the 413: closing a socket with unread input resets it. What
-    arrives is discarded as it comes, so this holds no more memory than one chunk.
+    arrives is discarded as it comes, so this holds no more memory than one chunk; a body
+    larger still is cut off.
     """
-    budget = limits.max_bytes
+    budget = LINGER_FACTOR * limits.max_bytes
     try:
-        async with asyncio.timeout(min(limits.timeout, _LINGER_SECONDS)):
+        async with asyncio.timeout(min(limits.timeout, LINGER_SECONDS)):
             while budget > 0:
                 message = await receive()
                 if message["type"] != "http.request":
