@@ -76,6 +76,19 @@ DOORS = [
         '"parameters": %s}]}' % HOLE,
     ), "openai"),
 ]
+def _streaming(door: Door, name: str, path: str, change: tuple[str, str]) -> Door:
+    """``door``'s streaming (SSE) twin: the same fields, ``change`` applied to each body."""
+    return Door(name, path, tuple(f.replace(*change) for f in door.fields), door.protocol)
+
+
+DOORS += [
+    _streaming(DOORS[0], "native-sse", DOORS[0].path + "?stream=true", ("", "")),
+    _streaming(DOORS[2], "a2a-jsonrpc-sse", "/a2a",
+               ('"SendMessage"', '"SendStreamingMessage"')),
+    _streaming(DOORS[3], "a2a-rest-sse", "/a2a/rest/message:stream", ("", "")),
+    _streaming(DOORS[4], "responses-sse", "/responses",
+               ('{"model": "m"', '{"stream": true, "model": "m"')),
+]
 HEADERS = {"content-type": "application/json", "a2a-version": "1.0"}
 
 
@@ -271,9 +284,10 @@ def _deep_metadata(depth: int) -> dict[str, Any]:
     return value
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_the_a2a_client_gets_a_typed_error_for_deep_metadata(
-    start_server: Start, binding: str,
+    start_server: Start, binding: str, streaming: bool,
 ) -> None:
     # protobuf's own depth limit (100) keeps the client below 64 levels: a lower bound here
     server = start_server(TARGET, None, *ADAPTERS, "--max-json-depth", "16")
@@ -284,7 +298,7 @@ async def test_the_a2a_client_gets_a_typed_error_for_deep_metadata(
 
     async with httpx.AsyncClient(timeout=60) as http:
         client = await ClientFactory(ClientConfig(
-            httpx_client=http, streaming=False, supported_protocol_bindings=[binding],
+            httpx_client=http, streaming=streaming, supported_protocol_bindings=[binding],
         )).create_from_url(server.url)
         message = a2a_pb2.Message(message_id="m-deep", role=a2a_pb2.ROLE_USER,
                                   parts=[a2a_pb2.Part(text="hi")])
