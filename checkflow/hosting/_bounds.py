@@ -106,6 +106,7 @@ class _BodyRefused(Exception):
     def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
         super().__init__(message)
         self.status, self.code, self.details = status, code, details
+        self.unread = True  # some of the body may still be on its way
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +166,7 @@ class BodyGuard:
             if body:
                 self._check(body, media, rule.limits)
         except _BodyRefused as refused:
-            if refused.status == 413:
+            if refused.status == 413 and refused.unread:
                 await _linger(receive, rule.limits)
             await self._answer(scope, receive, send, rule, refused)
             return
@@ -190,7 +191,7 @@ class BodyGuard:
                 body = message.get("body", b"")
                 if not message.get("more_body", False) or message["type"] != "http.request":
                     if len(body) > limit:
-                        raise _too_large(limit)
+                        raise _too_large(limit, unread=False)
                     return message, body
                 chunks = [body]
                 size = len(body)
@@ -205,7 +206,7 @@ class BodyGuard:
                     size += len(chunk)
                     chunks.append(chunk)
                 if size > limit:
-                    raise _too_large(limit)
+                    raise _too_large(limit, unread=message.get("more_body", False))
         except TimeoutError:
             raise _BodyRefused(
                 408, "body_timeout",
@@ -261,9 +262,11 @@ async def _linger(receive: Receive, limits: BodyLimits) -> None:
         return
 
 
-def _too_large(limit: int) -> _BodyRefused:
-    return _BodyRefused(413, "body_too_large", f"the body is larger than {limit} bytes",
-                        limit=limit)
+def _too_large(limit: int, *, unread: bool = True) -> _BodyRefused:
+    refused = _BodyRefused(413, "body_too_large", f"the body is larger than {limit} bytes",
+                           limit=limit)
+    refused.unread = unread
+    return refused
 
 
 async def _ended() -> Message:
