@@ -4,7 +4,12 @@ In one run, on loopback: ``python -m checkflow serve agui_flows:approval`` as sh
 ``memory:`` and on ``file:`` (durable, fsynced), and a bare Starlette endpoint on the same
 uvicorn stack (``bench/_bare_server.py``: parse the body, answer one dict; the ceiling for
 any ASGI server here). A conversation is a message that pauses for approval plus the answer
-(two requests). Each server runs pinned to core 0, this load generator to core 1 (a
+(two requests), spoken over each protocol (``--protocols``; ``bench/_conversations.py``): the
+native API, AG-UI (the SSE read to ``RUN_FINISHED``, then a ``resume``), A2A (JSON-RPC
+``SendMessage``, then the ``INPUT_REQUIRED`` task's continuation) and Responses (``POST
+/responses``, then the reply with ``previous_response_id``), each against its own fresh
+``serve --adapters agui,a2a,foundry`` (the native rows too, so every ratio compares one server
+build). Each server runs pinned to core 0, this load generator to core 1 (a
 keep-alive HTTP/1.1 client on raw asyncio streams, one connection per client, so the client
 costs little). Per cell: conversations/s, p50/p95 latency of one request, and the server's CPU
 milliseconds per conversation from ``/proc/PID/stat`` (utime + stime over the cell).
@@ -22,9 +27,12 @@ protocol is h11's), on uvloop. ``--cosmos`` adds ``cosmos:``
 rows against the local emulator (``tests/cosmos_emulator.py``; pinned to the load generator's
 core; loopback figures, not a real account).
 Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing;
-after the table it prints the issue's targets beside what this run measured.
+after the table it prints the issues' targets beside what this run measured: the hosting
+targets, and each protocol's CPU per conversation beside the native one with the ratio
+(target: within 1.25x).
 
     .venv/bin/python bench/hosting.py [--seconds 4] [--rounds 3] [--before DIR] [--loop L]
+        [--protocols native agui a2a responses] [--clients 8 32]
 """
 
 from __future__ import annotations
@@ -32,7 +40,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -44,10 +51,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from _conversations import ADAPTERS, CONVERSATIONS, PROTOCOLS, Conversation
+from _wire import Connection
+
 ROOT = Path(__file__).resolve().parent.parent
 E2E = ROOT / "tests" / "e2e"
 SERVER_CORE, CLIENT_CORE = 0, 1
 TICKS = os.sysconf("SC_CLK_TCK")
+PROTOCOL_TARGET = 1.25
+"""Issue 27: each protocol's server CPU per conversation within this factor of native's."""
 
 
 @dataclass
@@ -81,10 +93,10 @@ def _pin_to_server_core() -> None:
 
 
 @contextlib.contextmanager
-def _server(tree: Path, kind: str, storage: str, extra_path: str, loop: str = "auto"
-            ) -> Iterator[tuple[int, int]]:
-    """Start one server from source tree ``tree`` on event loop ``loop``; yield (pid, port);
-    stop it."""
+def _server(tree: Path, kind: str, storage: str, extra_path: str, loop: str = "auto",
+            adapters: str = "") -> Iterator[tuple[int, int]]:
+    """Start one server from source tree ``tree`` on event loop ``loop`` (``serve`` with
+    ``--adapters adapters`` if any); yield (pid, port); stop it."""
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join(p for p in [str(tree), str(E2E), extra_path] if p),
            "CHECKFLOW_COSMOS_DATABASE": f"bench-{uuid.uuid4().hex}"}
@@ -92,7 +104,7 @@ def _server(tree: Path, kind: str, storage: str, extra_path: str, loop: str = "a
         argv = [str(ROOT / "bench" / "_bare_server.py")]
     else:
         argv = ["-m", "checkflow", "serve", "agui_flows:approval", "--port", "0",
-                "--storage", storage]
+                "--storage", storage, *(["--adapters", adapters] if adapters else [])]
     # serve picks its loop itself (--loop, read from CHECKFLOW_LOOP; a tree older than the
     # option ignores it and runs on asyncio's loop); the --standard rows run on uvloop.
     loop = "uvloop" if extra_path else loop
@@ -138,70 +150,21 @@ def _port_from_banner(process: subprocess.Popen[bytes], log: Path) -> int:
     raise SystemExit(f"server did not start:\n{log.read_text(errors='replace')}")
 
 
-class Connection:
-    """One keep-alive HTTP/1.1 connection that POSTs JSON and reads a sized JSON answer."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-
-    @classmethod
-    async def open(cls, port: int) -> Connection:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
-
-    async def post(self, path: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
-        data = json.dumps(body).encode()
-        self.writer.write(
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        length = next(int(line.split(":", 1)[1]) for line in lines[1:]
-                      if line.lower().startswith("content-length:"))
-        return status, json.loads(await self.reader.readexactly(length))
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-async def _conversation(http: Connection, cid: str, bare: bool, latencies: list[float]
-                        ) -> None:
-    path = f"/v1/conversations/{cid}/runs"
-    began = time.perf_counter()
-    status, paused = await http.post(path, {"message": cid})
-    answered = time.perf_counter()
-    latencies.append(answered - began)
-    if bare:
-        answer: dict[str, object] = {"message": "yes"}
-    else:
-        if status != 200 or paused.get("status") != "awaiting_responses":
-            raise SystemExit(f"unexpected answer: {status} {paused}")
-        pending = paused["pending_requests"]
-        assert isinstance(pending, list)
-        answer = {"responses": {pending[0]["request_id"]: True}}
-    status, done = await http.post(path, answer)
-    latencies.append(time.perf_counter() - answered)
-    if status != 200 or (not bare and done.get("outputs") != [f"published: Five things "
-                                                                f"about {cid}."]):
-        raise SystemExit(f"unexpected answer: {status} {done}")
-
-
 async def _drive(pid: int, port: int, clients: int, seconds: float, most: int, tag: str,
-                 bare: bool) -> Cell:
+                 conversation: Conversation) -> Cell:
     """Warm up briefly, then run ``clients`` loops for ``seconds`` (at most ``most`` each)."""
     connections = [await Connection.open(port) for _ in range(clients)]
     cell = Cell()
     try:
         for i, http in enumerate(connections):  # warm-up: every connection once
-            await _conversation(http, f"{tag}-warm-{i}", bare, [])
+            await conversation(http, f"{tag}-warm-{i}", [])
         deadline = time.perf_counter() + seconds
 
         async def client(index: int, http: Connection) -> None:
             for n in range(most):
                 if time.perf_counter() >= deadline:
                     return
-                await _conversation(http, f"{tag}-{index}-{n}", bare, cell.latencies)
+                await conversation(http, f"{tag}-{index}-{n}", cell.latencies)
                 cell.conversations += 1
 
         cpu, began = _cpu_seconds(pid), time.perf_counter()
@@ -242,6 +205,9 @@ def main() -> None:
                         help="every server's event loop (default auto: as shipped)")
     parser.add_argument("--standard", type=Path,
                         help="a folder holding uvloop and httptools: adds rows on that stack")
+    parser.add_argument("--protocols", nargs="+", choices=PROTOCOLS, default=list(PROTOCOLS),
+                        help="what the memory: and file: rows speak (default all; with any "
+                             f"but native, those servers run --adapters {ADAPTERS})")
     args = parser.parse_args()
     os.sched_setaffinity(0, {CLIENT_CORE})
     trees = [("now", ROOT)] if args.before is None else [("before", args.before.resolve()),
@@ -249,37 +215,58 @@ def main() -> None:
     results: dict[tuple[str, str, int], list[Cell]] = {}
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        servers = [("bare starlette", "bare", "", ""), ("memory:", "serve", "memory:", ""),
-                   ("file:", "serve", "file:{tmp}", "")]
+        adapters = "" if args.protocols == ["native"] else ADAPTERS
+        servers = [Row("bare starlette", "bare", "", protocol="bare")]
+        servers += [Row(f"{name} {protocol}", "serve", storage, protocol=protocol,
+                        adapters=adapters)
+                    for name, storage in (("memory:", "memory:"), ("file:", "file:{tmp}"))
+                    for protocol in args.protocols]
         if args.cosmos:
             _start_emulator(stack)
-            servers.append(("cosmos:", "serve", "cosmos:", ""))
+            servers.append(Row("cosmos: native", "serve", "cosmos:"))
         if args.standard is not None:
             std = str(args.standard.resolve())
-            servers += [("bare std", "bare", "", std), ("memory: std", "serve", "memory:", std),
-                        ("file: std", "serve", "file:{tmp}", std)]
+            servers += [Row("bare std", "bare", "", std, "bare"),
+                        Row("memory: std", "serve", "memory:", std),
+                        Row("file: std", "serve", "file:{tmp}", std)]
         print(f"server on core {SERVER_CORE}, load generator on core {CLIENT_CORE}, loop "
               f"{_loop_name(args.loop)}; "
               f"{args.seconds:g} s per cell, {args.rounds} rounds; a conversation = a message "
-              f"that pauses for approval + the answer; latency is per request")
+              f"that pauses for approval + the answer; latency is per request; "
+              f"adapters: {adapters or 'none'}")
         for round_ in range(args.rounds):
             print(f"round {round_ + 1}: load average {_load()}", flush=True)
             for tree_name, tree in trees:
-                for label, kind, storage, extra_path in servers:
-                    if (kind == "bare" or extra_path) and tree_name != trees[-1][0]:
+                for row in servers:
+                    if (row.kind == "bare" or row.extra_path) and tree_name != trees[-1][0]:
                         continue  # the ceiling, and the other stack: this tree only
                     folder = tmp / f"{tree_name}-{round_}-{len(results)}"
-                    with _server(tree, kind, storage.format(tmp=folder), extra_path,
-                                 args.loop) as (pid, port):
+                    with _server(tree, row.kind, row.storage.format(tmp=folder),
+                                 row.extra_path, args.loop, row.adapters) as (pid, port):
                         for clients in args.clients:
                             tag = f"{tree_name}{round_}c{clients}"
                             cell = asyncio.run(_drive(pid, port, clients, args.seconds,
                                                       args.max_conversations, tag,
-                                                      kind == "bare"))
-                            results.setdefault((tree_name, label, clients), []).append(cell)
+                                                      CONVERSATIONS[row.protocol]))
+                            results.setdefault((tree_name, row.label, clients),
+                                               []).append(cell)
         print(f"done: load average {_load()}")
-    _print_table(results, [t for t, _ in trees], [s[0] for s in servers], args.clients)
-    _print_targets(results, [t for t, _ in trees])
+    tree_names = [t for t, _ in trees]
+    _print_table(results, tree_names, [s.label for s in servers], args.clients)
+    _print_targets(results, tree_names)
+    _print_protocols(results, tree_names, args.protocols, args.clients)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One server of the table: what it is, what it stores in, what its clients speak."""
+
+    label: str
+    kind: str  # "bare" or "serve"
+    storage: str
+    extra_path: str = ""
+    protocol: str = "native"
+    adapters: str = ""
 
 
 def _start_emulator(stack: contextlib.ExitStack) -> None:
@@ -298,7 +285,7 @@ def _start_emulator(stack: contextlib.ExitStack) -> None:
 def _print_table(results: dict[tuple[str, str, int], list[Cell]], trees: list[str],
                  servers: list[str], clients: list[int]) -> None:
     cols = " | ".join(f"{c} cl: conv/s  p50  p95 ms  CPU ms/conv" for c in clients)
-    print(f"\n{'code':7} {'server':15} | {cols}")
+    print(f"\n{'code':7} {'server':17} | {cols}")
     for server in servers:
         for tree in trees:
             if (tree, server, clients[0]) not in results:
@@ -311,7 +298,7 @@ def _print_table(results: dict[tuple[str, str, int], list[Cell]], trees: list[st
                     f"{statistics.median(x.percentile(0.5) for x in cells):5.1f} "
                     f"{statistics.median(x.percentile(0.95) for x in cells):5.1f} "
                     f"{statistics.median(x.cpu_ms for x in cells):14.2f}")
-            print(f"{tree:7} {server:15} | " + " | ".join(parts))
+            print(f"{tree:7} {server:17} | " + " | ".join(parts))
 
 
 def _print_targets(results: dict[tuple[str, str, int], list[Cell]], trees: list[str]) -> None:
@@ -327,16 +314,18 @@ def _print_targets(results: dict[tuple[str, str, int], list[Cell]], trees: list[
             for x in cells)
 
     def own(tree: str, clients: int) -> float | None:
-        memory, bare = (median(tree, "memory:", clients, "cpu"),
+        memory, bare = (median(tree, "memory: native", clients, "cpu"),
                         median(trees[-1], "bare starlette", clients, "cpu"))
         return None if memory is None or bare is None else memory - bare
 
     print("\ntargets (medians of this run; the CPU target is read at 32 clients, as the "
           "memory: rate's)")
     for tree in trees:
-        rows = [("file: conv/s at 32 clients", median(tree, "file:", 32, "rate"), ">=", 300),
-                ("file: p50 ms at 8 clients", median(tree, "file:", 8, "p50"), "<=", 15),
-                ("memory: conv/s at 32 clients", median(tree, "memory:", 32, "rate"), ">=", 900),
+        rows = [("file: conv/s at 32 clients", median(tree, "file: native", 32, "rate"), ">=",
+                 300),
+                ("file: p50 ms at 8 clients", median(tree, "file: native", 8, "p50"), "<=", 15),
+                ("memory: conv/s at 32 clients", median(tree, "memory: native", 32, "rate"),
+                 ">=", 900),
                 ("own CPU ms/conv at 32 clients", own(tree, 32), "<=", 0.6)]
         for name, value, op, goal in rows:
             if value is None:
@@ -347,6 +336,32 @@ def _print_targets(results: dict[tuple[str, str, int], list[Cell]], trees: list[
         at_8 = own(tree, 8)
         if at_8 is not None:
             print(f"{tree:7} {'own CPU ms/conv at 8 clients':31} {at_8:8.2f}  (for reference)")
+
+
+def _print_protocols(results: dict[tuple[str, str, int], list[Cell]], trees: list[str],
+                     protocols: list[str], clients: list[int]) -> None:
+    """Each protocol's CPU per conversation beside the native API's on the same storage, in
+    the same run, with the ratio (issue 27's target: each within 1.25x of native)."""
+    others = [p for p in protocols if p != "native"]
+    if "native" not in protocols or not others:
+        return
+    print("\nprotocols: server CPU ms/conv (medians), and x native on the same storage; "
+          f"target: each within {PROTOCOL_TARGET}x of native on memory: and file:")
+    print(f"{'code':7} {'storage':8} {'clients':>7} {'native':>7} | " + " | ".join(
+        f"{p:>20}" for p in others))
+    for tree in trees:
+        for storage in ("memory:", "file:"):
+            for c in clients:
+                native = statistics.median(
+                    x.cpu_ms for x in results[(tree, f"{storage} native", c)])
+                cells = []
+                for p in others:
+                    cpu = statistics.median(x.cpu_ms for x in results[(tree, f"{storage} {p}",
+                                                                        c)])
+                    ratio = cpu / native
+                    met = "met" if ratio <= PROTOCOL_TARGET else "NOT met"
+                    cells.append(f"{cpu:6.2f} {ratio:5.2f}x {met:>7}")
+                print(f"{tree:7} {storage:8} {c:7} {native:7.2f} | " + " | ".join(cells))
 
 
 if __name__ == "__main__":
