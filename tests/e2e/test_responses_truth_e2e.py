@@ -1,0 +1,396 @@
+"""Issue 27 on the Responses protocol: one turn, one truth, exactly once, from anywhere.
+
+The official ``openai`` client against ``python -m checkflow serve ... --adapters foundry`` on
+loopback (file storage), with a second process or a restart where a point needs one. Runs are
+held on marker-file gates (``responses_truth_flows``) and counted with counter files; kills
+follow a gate's marker, never a sleep. Every body and event is checked against the Responses
+schema.
+
+The ``openai`` client (3.x) makes an idempotency key for every call and reuses it on its
+retries, but sends it in no header (its ``_idempotency_header`` is ``None``): a retry of a
+new message is only recognised when the caller sends ``Idempotency-Key`` itself
+(``extra_headers``). A reply needs nothing: ``previous_response_id`` and the
+``function_call_output`` call id are its key.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import DefaultHttpxClient, OpenAI
+
+from tests.adapters.foundry.foundry_schema import (
+    assert_well_formed,
+    validate_error,
+    validate_event,
+    validate_response,
+)
+
+TARGET = "responses_truth_flows:workflow"
+BRANCH = {"checkflow.branch": "true"}  # the explicit branch: a metadata key (docs)
+TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
+CLIENT_TIMEOUT = 5.0  # the retrying client's timeout: a held run outlasts it
+Start = Any  # the start_server fixture's callable
+Gates = Any  # the gates fixture
+
+
+def _serve(start_server: Start, *extra: str) -> Any:
+    return start_server(TARGET, None, "--adapters", "foundry", *extra)
+
+
+def _client(server: Any, **options: Any) -> OpenAI:
+    return OpenAI(base_url=server.url, api_key="unused", **{"max_retries": 0, "timeout": 60,
+                                                            **options})
+
+
+class Attempts:
+    """Every ``POST /responses`` a client sends, with its headers, and what came back;
+    ``on_retry`` runs when the first retry is about to be sent."""
+
+    def __init__(self, on_retry: Callable[[], None] = lambda: None) -> None:
+        self.sent: list[httpx.Headers | Any] = []
+        self.answered: list[int] = []
+        self._on_retry = on_retry
+
+    def _request(self, request: Any) -> None:
+        if request.method == "POST" and request.url.path.endswith("/responses"):
+            self.sent.append(request.headers)
+            if len(self.sent) == 2:
+                self._on_retry()
+
+    def _response(self, response: Any) -> None:
+        if response.request.method == "POST" and response.request.url.path.endswith(
+                "/responses"):
+            self.answered.append(response.status_code)
+
+    def client(self, server: Any) -> OpenAI:
+        """A client with the ``openai`` defaults (2 retries) and a short timeout."""
+        http = DefaultHttpxClient(event_hooks={"request": [self._request],
+                                               "response": [self._response]})
+        return OpenAI(base_url=server.url, api_key="unused", timeout=CLIENT_TIMEOUT,
+                      http_client=http)
+
+
+def _checked(raw: Any) -> dict[str, Any]:
+    body: dict[str, Any] = raw.http_response.json()
+    validate_response(body)
+    return body
+
+
+def _create(client: OpenAI, **params: Any) -> dict[str, Any]:
+    return _checked(client.responses.with_raw_response.create(**params))
+
+
+def _retrieve(client: OpenAI, response_id: str) -> dict[str, Any]:
+    return _checked(client.responses.with_raw_response.retrieve(response_id))
+
+
+def _text(body: dict[str, Any]) -> str:
+    return "".join(part["text"] for item in body["output"] if item["type"] == "message"
+                   for part in item["content"])
+
+
+def _call_id(body: dict[str, Any]) -> str:
+    (call,) = [item for item in body["output"] if item["type"] == "function_call"]
+    return str(call["call_id"])
+
+
+def _reply(call_id: str, output: str) -> list[dict[str, Any]]:
+    return [{"type": "function_call_output", "call_id": call_id, "output": output}]
+
+
+def _refused(call: Callable[[], Any], status: int) -> dict[str, Any]:
+    with pytest.raises(openai.APIStatusError) as caught:
+        call()
+    assert caught.value.status_code == status, caught.value.response.text
+    body = caught.value.response.json()
+    validate_error(body)
+    return dict(body["error"])
+
+
+def _runs(gates: Gates, name: str) -> int:
+    counter = Path(gates.folder) / f"{name}.runs"
+    return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+def _native(server: Any, conversation: str, path: str = "") -> Any:
+    response = httpx.get(f"{server.url}/v1/conversations/{conversation}{path}", timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _children(server: Any, conversation: str, snapshot_id: str) -> list[str]:
+    snapshots = _native(server, conversation, "/snapshots")["snapshots"]
+    return [s["snapshot_id"] for s in snapshots if s["parent_snapshot_id"] == snapshot_id]
+
+
+def _events(stream: Iterator[Any]) -> list[dict[str, Any]]:
+    events = []
+    for event in stream:
+        wire = event.to_dict(warnings=False)
+        validate_event(wire)
+        events.append(wire)
+    return events
+
+
+def _wait_for(path: Path, seconds: float) -> float:
+    """Seconds until ``path`` exists (a bounded poll); ``TimeoutError`` after ``seconds``."""
+    start = time.monotonic()
+    while not path.exists():
+        if time.monotonic() - start > seconds:
+            raise TimeoutError(f"{path.name} did not appear within {seconds} s")
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+# -- exactly once: a retry of a turn that outlasted the client's timeout ---------------------
+
+
+def test_the_openai_client_sends_no_idempotency_key_of_its_own(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    attempts = Attempts()
+    attempts.client(server).responses.create(input="plain")
+    assert [h.get("idempotency-key") for h in attempts.sent] == [None]
+    attempts.client(server).responses.create(input="plain",
+                                             extra_headers={"Idempotency-Key": "k-1"})
+    assert attempts.sent[-1].get("idempotency-key") == "k-1"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a retried reply runs the answer twice (the "
+                   "retry is a fork from the pause) instead of replaying the first attempt")
+def test_a_reply_that_outlasts_the_client_timeout_runs_once_through_its_retries(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    paused = _create(client, input="ask:r")
+    call_id = _call_id(paused)
+    head = _native(server, paused["conversation"]["id"])["resume_token"]["snapshot_id"]
+
+    def retry_started() -> None:
+        assert (Path(gates.folder) / "r.entered").exists()  # the first attempt is running
+        gates.release("r")
+
+    attempts = Attempts(retry_started)
+    done = attempts.client(server).responses.create(previous_response_id=paused["id"],
+                                                    input=_reply(call_id, "true"))
+    assert len(attempts.sent) >= 2 and attempts.answered[-1] == 200  # it was retried
+    assert len(attempts.answered) == len(attempts.sent) - 1  # the first attempt timed out
+    assert [h.get("x-stainless-retry-count") for h in attempts.sent][:2] == ["0", "1"]
+    assert done.output_text == "published: r"
+    assert _runs(gates, "r") == 1  # the answer ran once
+    assert len(_children(server, paused["conversation"]["id"], head)) == 1  # no fork
+    assert _retrieve(client, done.id)["status"] == "completed"
+    again = _create(client, previous_response_id=paused["id"], input=_reply(call_id, "true"))
+    assert again["id"] == done.id and _runs(gates, "r") == 1  # a later retry: replayed
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: the Idempotency-Key header is ignored, so a "
+                   "retried message runs again as a new response")
+def test_a_message_with_an_idempotency_key_runs_once_through_the_client_retries(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    key = {"Idempotency-Key": "order-7"}
+
+    def retry_started() -> None:
+        assert (Path(gates.folder) / "i.entered").exists()
+        gates.release("i")
+
+    attempts = Attempts(retry_started)
+    done = attempts.client(server).responses.create(input="hold:i", conversation="idem",
+                                                    extra_headers=key)
+    assert len(attempts.sent) >= 2 and attempts.answered[-1] == 200
+    assert {h.get("idempotency-key") for h in attempts.sent} == {"order-7"}
+    assert done.output_text == "HOLD:I" and _runs(gates, "i") == 1
+    client = _client(server)
+    again = _create(client, input="hold:i", conversation="idem", extra_headers=key)
+    assert again["id"] == done.id and _text(again) == "HOLD:I"
+    assert _native(server, "idem")["outputs"] == ["HOLD:I"] and _runs(gates, "i") == 1
+    other = _create(client, input="hold:i", conversation="idem",
+                    extra_headers={"Idempotency-Key": "order-8"})
+    assert other["id"] != done.id and _runs(gates, "i") == 2  # another key: another turn
+
+
+# -- a late reply is refused; a branch is asked for ------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a late reply to an answered pause forks "
+                   "silently and moves the conversation head")
+def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked_for(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    gates.release("l")
+    client = _client(server)
+    paused = _create(client, input="ask:l")
+    call_id, conversation = _call_id(paused), paused["conversation"]["id"]
+    pause = _native(server, conversation)["resume_token"]["snapshot_id"]
+    first = _create(client, previous_response_id=paused["id"], input=_reply(call_id, "true"))
+    assert _text(first) == "published: l"
+    head = _native(server, conversation)["resume_token"]
+    attempts = Attempts()
+    late = attempts.client(server)  # the default retries: a refusal must be final
+    error = _refused(lambda: late.responses.create(previous_response_id=paused["id"],
+                                                   input=_reply(call_id, "false")), 409)
+    assert len(attempts.sent) == 1, "the client retried a final refusal"
+    assert error["code"] == "already_answered" and error["param"] == "input"
+    assert error["type"] == "invalid_request_error"
+    assert call_id in error["message"] and first["id"] in error["message"]
+    assert _native(server, conversation)["resume_token"] == head  # the head did not move
+    assert _runs(gates, "l") == 1
+    assert _retrieve(client, first["id"]) == first
+    assert len(_children(server, conversation, pause)) == 1
+    branch = _create(client, previous_response_id=paused["id"], input=_reply(call_id, "false"),
+                     metadata=BRANCH)
+    assert _text(branch) == "dropped: l" and _runs(gates, "l") == 2
+    assert branch["conversation"]["id"] == conversation
+    assert len(_children(server, conversation, pause)) == 2  # the pause has two lines now
+    assert _retrieve(client, first["id"]) == first  # the other line is still retrievable
+
+
+# -- no zombie turns: a killed owner ---------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a background response whose server was "
+                   "killed stays in_progress for ever and its stream waits on the dead owner")
+def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_ends(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    _create(client, input="a", conversation="zombie")
+    started = _create(client, input="hold:k", conversation="zombie", background=True)
+    assert started["status"] == "in_progress"
+    gates.wait_entered("k")
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(30)
+    restarted = _serve(start_server)
+    client = _client(restarted, timeout=15)  # a stream that waits on the dead owner fails
+    for moment in ("after the restart", "after a new turn"):
+        body = _retrieve(client, started["id"])
+        assert body["status"] in ("failed", "incomplete"), (moment, body)
+        assert body["error"] is not None and "stopped" in body["error"]["message"], moment
+        began = time.monotonic()
+        events = _events(client.responses.retrieve(started["id"], stream=True))
+        assert time.monotonic() - began < 10, moment  # at once, not after a deadline
+        assert_well_formed(events)
+        assert events[-1]["response"]["status"] == body["status"], moment
+        if moment == "after the restart":
+            assert _text(_create(client, input="b", conversation="zombie")) == "B"
+    assert _native(restarted, "zombie")["outputs"] == ["A", "B"]
+    assert _runs(gates, "k") == 1
+
+
+# -- follow and cancel from another process --------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a response running in another process is "
+                   "only followed once it has ended there, not superstep by superstep")
+def test_a_second_process_follows_a_running_response_superstep_by_superstep(
+    start_server: Start, gates: Gates,
+) -> None:
+    owner, other = _serve(start_server), _serve(start_server)
+    started = _create(_client(owner), input="steps:f", background=True)
+    gates.wait_entered("f")  # "one" is committed; the next superstep is held
+    released_by: list[str] = []
+
+    def release(why: str) -> None:
+        if not released_by:
+            released_by.append(why)
+            gates.release("f")
+
+    fallback = threading.Timer(30, release, args=("the fallback timer",))
+    fallback.start()
+    events: list[dict[str, Any]] = []
+    try:
+        with _client(other).responses.retrieve(started["id"], stream=True) as stream:
+            for event in stream:
+                wire = event.to_dict(warnings=False)
+                validate_event(wire)
+                events.append(wire)
+                if wire["type"] == "response.output_item.done":
+                    release("the follower seeing 'one'")
+    finally:
+        fallback.cancel()
+        release("the end of the test")
+    assert released_by == ["the follower seeing 'one'"]  # it saw "one" while the run held
+    assert_well_formed(events)
+    assert events[-1]["type"] == "response.completed" and _text(events[-1]["response"]) == \
+        "onetwo"
+    assert _retrieve(_client(owner), started["id"]) == events[-1]["response"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a cancel from another process is noticed "
+                   "only at the owner's next lease renewal, not within about a second")
+def test_a_cancel_from_another_process_stops_the_run_within_about_a_second(
+    start_server: Start, gates: Gates,
+) -> None:
+    owner, other = _serve(start_server), _serve(start_server)
+    _create(_client(owner), input="a", conversation="cancel-me")
+    head = _native(owner, "cancel-me")["resume_token"]
+    started = _create(_client(owner), input="hold:c", conversation="cancel-me", background=True)
+    gates.wait_entered("c")
+    began = time.monotonic()
+    cancelled = _checked(_client(other).responses.with_raw_response.cancel(started["id"]))
+    assert cancelled["status"] == "cancelled"
+    _wait_for(Path(gates.folder) / "c.cancelled", 20)
+    stopped = time.monotonic() - began
+    assert stopped < 4, f"the owner stopped the run {stopped:.1f} s after the cancel"
+    gates.release("c")
+    assert _retrieve(_client(owner), started["id"])["status"] == "cancelled"
+    assert _native(owner, "cancel-me")["resume_token"] == head
+    after = _create(_client(owner), input="b", conversation="cancel-me")
+    assert _text(after) == "B" and _native(other, "cancel-me")["outputs"] == ["A", "B"]
+
+
+# -- graceful shutdown ---------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: on SIGTERM a running Responses stream ends "
+                   "without a terminal event")
+def test_on_sigterm_a_running_stream_ends_with_a_terminal_event(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server, "--shutdown-timeout", "2")
+    client = _client(server)
+    _create(client, input="a", conversation="term")
+    events: list[dict[str, Any]] = []
+    broke: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for event in client.responses.create(input="hold:t", conversation="term",
+                                                 stream=True):
+                events.append(event.to_dict(warnings=False))
+        except Exception as exc:  # a stream cut off mid-way
+            broke.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    gates.wait_entered("t")
+    began = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    reader.join(60)
+    ended = time.monotonic() - began
+    server.process.wait(60)
+    assert not reader.is_alive()
+    assert not broke, broke
+    assert events and events[-1]["type"] in TERMINAL, [e["type"] for e in events]
+    assert ended < 2 + 5, f"the stream ended {ended:.1f} s after SIGTERM"
+    assert_well_formed(events)
+    response_id = events[0]["response"]["id"]
+    restarted = _serve(start_server)
+    body = _retrieve(_client(restarted), response_id)
+    assert body["status"] == events[-1]["response"]["status"] != "in_progress"
+    assert _native(restarted, "term")["outputs"] == ["A"]  # the last good head
