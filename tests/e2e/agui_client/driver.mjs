@@ -5,12 +5,13 @@
 // Prints exactly one JSON line on stdout: {ok, scenario, threadId, runs, messages,
 // pendingInterrupts, errors}. Each entry of `runs` records one runAgent() call: its runId,
 // the event types the client saw (after its own verifier), the RUN_ERROR events, the
-// RUN_FINISHED outcome, and the rejection (HTTP status + payload) if runAgent() threw.
+// RUN_FINISHED outcome, the MESSAGES_SNAPSHOT message lists (`snapshots`), the text deltas
+// (`deltas`), and the rejection (HTTP status + payload) if runAgent() threw.
 // The pytest side asserts on that line; this script decides nothing about pass or fail.
 //
 // `input` (all optional): threadId, text, texts, answers ([{status, payload}] in interrupt
 // order), state (a file to save the agent to, or to load it from), gates (the server's gate
-// folder), hold (a gate name), headers.
+// folder), hold (a gate name), headers, steps (the `script` scenario's runs, see `step`).
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
@@ -35,12 +36,22 @@ function userMessage(text) {
   return { id: randomUUID(), role: "user", content: text };
 }
 
-async function run(agent, parameters = {}) {
+async function run(agent, parameters = {}, startedMarker = undefined) {
   const runId = parameters.runId ?? randomUUID();
-  const record = { runId, events: [], runErrors: [], outcome: null, rejected: null };
+  const record = { runId, events: [], runErrors: [], outcome: null, rejected: null,
+                   snapshots: [], deltas: [] };
   const subscriber = {
     onEvent: ({ event }) => {
       record.events.push(event.type);
+    },
+    onRunStartedEvent: () => {
+      if (startedMarker) writeFileSync(startedMarker, "started");
+    },
+    onMessagesSnapshotEvent: ({ event }) => {
+      record.snapshots.push(event.messages);
+    },
+    onTextMessageContentEvent: ({ event }) => {
+      record.deltas.push(event.delta);
     },
     onRunErrorEvent: ({ event }) => {
       record.runErrors.push({ code: event.code ?? null, message: event.message });
@@ -95,7 +106,31 @@ async function waitForFile(path, seconds = 30) {
   }
 }
 
+// One step of the `script` scenario: the run's messages (`messages` replaces the agent's,
+// `add` appends one user message {id?, text}), its `runId`, `resume` ("pending": answer the
+// agent's open interrupts with `answers`; or a raw resume[] array), `forwardedProps`, and
+// `started` (a file written once RUN_STARTED arrives, so a test knows the stream is open).
+async function step(agent, spec) {
+  if (spec.messages) agent.setMessages(spec.messages);
+  if (spec.add) agent.addMessage({ ...userMessage(spec.add.text), ...(spec.add.id && { id: spec.add.id }) });
+  if (spec.pending) agent.pendingInterrupts = spec.pending;
+  const parameters = {};
+  if (spec.runId) parameters.runId = spec.runId;
+  if (spec.forwardedProps) parameters.forwardedProps = spec.forwardedProps;
+  if (spec.resume === "pending") parameters.resume = answersFor(agent, spec.answers ?? []);
+  else if (spec.resume) parameters.resume = spec.resume;
+  return run(agent, parameters, spec.started);
+}
+
 const scenarios = {
+  // Runs `steps` in order on one agent (saved/loaded with `state` when given).
+  async script() {
+    const agent = makeAgent(input.threadId, load());
+    const runs = [];
+    for (const spec of input.steps ?? []) runs.push(await step(agent, spec));
+    save(agent);
+    return { agent, runs };
+  },
   // One turn: a new user message, then save the agent (its interrupts too) if asked.
   async turn() {
     const agent = makeAgent(input.threadId, load());
