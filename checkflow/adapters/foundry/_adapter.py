@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 
 from checkflow.adapters.foundry._errors import ResponsesError, error_body, param_from_validation
 from checkflow.adapters.foundry._events import Event
-from checkflow.adapters.foundry._service import ResponsesService, body_of
+from checkflow.adapters.foundry._service import ResponsesService
 from checkflow.adapters.foundry._wire import CreateResponseBody, parse_request
 from checkflow.errors import (
     CheckflowError,
@@ -44,6 +44,9 @@ USER_HEADER = "x-agent-user-id"
 """The header a Foundry hosted-agent container receives naming the calling user."""
 SESSION_HEADER = "x-agent-session-id"
 """The header naming the platform's session; used as the conversation id of a new response."""
+IDEMPOTENCY_HEADER = "idempotency-key"
+"""The header whose value makes a create happen once (the ``openai`` client does not send it
+on its own: pass it in ``extra_headers``)."""
 
 _log = logging.getLogger("checkflow.adapters.foundry")
 Handler = Callable[[Request, Exception], Awaitable[Response]]
@@ -69,7 +72,8 @@ def _openai(status: int, message: str, *, param: str | None = None, code: str | 
 
 async def _responses_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ResponsesError)
-    return _openai(exc.status, exc.message, param=exc.param, code=exc.code, type=exc.type)
+    return _openai(exc.status, exc.message, param=exc.param, code=exc.code, type=exc.type,
+                   headers=exc.headers)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -161,13 +165,15 @@ class FoundryAdapter:
                                    max_body_bytes=self.max_body_bytes)
             parsed = parse_request(body)
             hint = request.headers.get(SESSION_HEADER) if self.container else None
+            key = request.headers.get(IDEMPOTENCY_HEADER, "").strip()
             plan = await service.plan(parsed, principal=self._principal(request),
-                                      session_hint=hint or None)
+                                      session_hint=hint or None, key_header=key or None)
             if parsed.background:
-                record = await service.create_background(plan)
+                started = await service.create_background(plan)
                 if not parsed.stream:
-                    return json_response(body_of(record))
-                return sse_response(_sse(await service.replay(record.id, record.principal, 0)))
+                    return json_response(started)
+                return sse_response(_sse(await service.replay(started["id"], plan.principal,
+                                                              0)))
             if parsed.stream:
                 return sse_response(_sse(await service.create_stream(plan)))
             return json_response(await service.create(plan))
@@ -178,8 +184,7 @@ class FoundryAdapter:
             if request.query_params.get("stream", "false").lower() == "true":
                 after = _int_query(request, "starting_after", 0, 0, 2**62)
                 return sse_response(_sse(await service.replay(response_id, principal, after)))
-            record, _ = await service.load(response_id, principal)
-            return json_response(body_of(record))
+            return json_response(await service.retrieve(response_id, principal))
 
         async def delete(request: Request) -> Response:
             return json_response(await service.delete(request.path_params["response_id"],

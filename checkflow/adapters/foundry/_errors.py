@@ -8,6 +8,7 @@ what is wrong with a request; it only says how a refusal looks on the wire.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ResponsesError", "error_body", "param_from_validation"]
@@ -26,6 +27,7 @@ class ResponsesError(Exception):
         param: str | None = None,
         code: str | None = None,
         type: str = "invalid_request_error",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -33,6 +35,7 @@ class ResponsesError(Exception):
         self.param = param
         self.code = code
         self.type = type
+        self.headers = dict(headers or {})
 
 
 def error_body(

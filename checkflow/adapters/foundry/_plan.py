@@ -1,11 +1,12 @@
-"""Where a new response runs: its conversation, the snapshot it starts from, its input.
+"""Where a new response runs: its conversation, what it continues, its input and its key.
 
-``plan_response`` resolves a checked ``CreateRequest`` against the stored responses:
-``previous_response_id`` names the conversation and the snapshot to continue from (a branch
-when it is not the head), ``conversation`` (or the container's session hint) names a
-conversation to advance, and neither starts a new one. Every refusal is raised here, before
-the host is asked to run, so none of them creates a session or a checkpoint. This module
-must never start a run.
+``plan_response`` resolves a checked ``CreateRequest``: ``previous_response_id`` names a turn
+(its conversation is in the id) to continue, or to branch from when the client asks for it
+(``metadata["checkflow.branch"] = "true"``); ``conversation`` (or the container's session
+hint) names a conversation to advance at its head; an ``Idempotency-Key`` alone names a
+conversation derived from the key; nothing starts a new one. Every refusal that needs stored
+state is raised here, before the host runs anything, so none creates a session or a
+checkpoint. This module must never start a run.
 """
 
 from __future__ import annotations
@@ -16,25 +17,41 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkflow.adapters.foundry._errors import ResponsesError
-from checkflow.adapters.foundry._objects import item_id, new_id
-from checkflow.adapters.foundry._records import ResponseRecord, ResponseStore
+from checkflow.adapters.foundry._ids import parse_response_id
+from checkflow.adapters.foundry._objects import new_id
+from checkflow.adapters.foundry._origin import (
+    ResponseOrigin,
+    idempotency_key,
+    keyed_conversation,
+)
 from checkflow.adapters.foundry._wire import CallReply, CreateRequest, InputMessage
 from checkflow.agents import ChatMessage
-from checkflow.hosting import HostDescription
+from checkflow.hosting import HostDescription, ResumeToken, TurnRecord
 
-__all__ = ["Plan", "plan_response"]
+__all__ = ["Plan", "Previous", "plan_response"]
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+
+Previous = Callable[[str], Awaitable[tuple[str, TurnRecord, ResponseOrigin] | None]]
+"""Looks a stored response up: ``(conversation_id, its turn, its origin)`` or ``None``."""
+Head = Callable[[str], Awaitable[ResumeToken | None]]
+"""The resume token of a conversation's head (``None``: no checkpoints)."""
 
 
 @dataclass(slots=True)
 class Plan:
-    """A response about to run: its draft record and the arguments of ``host.run``."""
+    """A response about to run: the arguments of ``host.run`` and what its turn records."""
 
-    record: ResponseRecord
+    conversation_id: str
+    origin: ResponseOrigin
+    principal: str | None
     message: Any = None
     replies: dict[str, CallReply] = field(default_factory=dict)
     from_snapshot: str | None = None
+    idempotency_key: str | None = None
+    keyed_by_header: bool = False
+    previous: TurnRecord | None = None
+    resume_token: ResumeToken | None = None
 
     @property
     def responses(self) -> dict[str, Any] | None:
@@ -70,62 +87,69 @@ def _not_pending(replies: list[CallReply], pending: list[str], where: str) -> No
             param="input", code="invalid_function_call_output")
 
 
-async def _previous(
-    store: ResponseStore, response_id: str, principal: str | None
-) -> ResponseRecord:
-    loaded = await store.load(response_id, principal=principal)
-    if loaded is None:
-        raise ResponsesError(400, f"previous response {response_id!r} not found",
-                             param="previous_response_id", code="previous_response_not_found")
-    previous = loaded[0]
-    if not previous.finished:
-        raise ResponsesError(400, f"previous response {response_id!r} is still "
-                             f"{previous.status}; wait for it or cancel it",
-                             param="previous_response_id", code="previous_response_in_progress")
-    return previous
+def _not_found(response_id: str) -> ResponsesError:
+    return ResponsesError(400, f"previous response {response_id!r} not found",
+                          param="previous_response_id", code="previous_response_not_found")
+
+
+async def _previous(find: Previous, response_id: str) -> tuple[str, TurnRecord]:
+    found = await find(response_id)
+    if found is None:
+        raise _not_found(response_id)
+    conversation_id, record, _ = found
+    if record.state == "running":
+        raise ResponsesError(400, f"previous response {response_id!r} is still in_progress; "
+                             "wait for it or cancel it", param="previous_response_id",
+                             code="previous_response_in_progress")
+    return conversation_id, record
 
 
 async def plan_response(
     request: CreateRequest,
     *,
-    store: ResponseStore,
     description: HostDescription,
     principal: str | None,
-    pending_at_head: Callable[[str], Awaitable[list[str]]],
+    find_previous: Previous,
+    head: Head,
     session_hint: str | None = None,
+    key_header: str | None = None,
 ) -> Plan:
     """The plan for ``request``; ``ResponsesError`` for a refusal that needs stored state.
 
-    ``pending_at_head(conversation_id)`` gives the call ids pending at a conversation's head
-    (for replies sent with ``conversation``).
+    A message continuing a response runs only if that response is still its conversation's
+    latest (the head's resume token, checked by the host under the conversation's lease);
+    replies need no token: the engine refuses a call that is no longer pending.
     """
-    response_id = new_id("resp")
     previous = None
     from_snapshot = None
+    token = None
     if request.previous_response_id is not None:
-        previous = await _previous(store, request.previous_response_id, principal)
-        conversation_id = previous.conversation_id
-        _not_pending(request.replies, previous.pending_calls,
-                     f"response {request.previous_response_id}")
-        if description.checkpoints:
-            from_snapshot = previous.snapshot_id
+        if parse_response_id(request.previous_response_id) is None:
+            raise _not_found(request.previous_response_id)
+        conversation_id, previous = await _previous(find_previous, request.previous_response_id)
+        pending = list(previous.pending_requests) if previous.state == "committed" else []
+        _not_pending(request.replies, pending, f"response {request.previous_response_id}")
+        if request.branch and description.checkpoints:
+            from_snapshot = previous.last_snapshot_id
+        elif not request.replies and previous.state == "committed" \
+                and previous.last_snapshot_id is not None:
+            current = await head(conversation_id)
+            if current is not None:
+                token = ResumeToken(current.checkpoint_id, previous.last_snapshot_id)
     else:
-        conversation_id = request.conversation or session_hint or new_id("conv")
-        if request.replies:
-            pending = await pending_at_head(conversation_id)
-            _not_pending(request.replies, pending, f"conversation {conversation_id}")
-    items = [{**item, "id": item_id(response_id, index, "item")}
-             for index, item in enumerate(request.items)]
-    record = ResponseRecord(
-        id=response_id, conversation_id=conversation_id, principal=principal,
-        status="in_progress", created_at=int(time.time()),
-        model=request.model or description.name,
-        previous_response_id=request.previous_response_id,
-        snapshot_id=None if previous is None else previous.snapshot_id,
-        checkpoint_id=None if previous is None else previous.checkpoint_id,
-        instructions=request.instructions, metadata=request.metadata, store=request.store,
-        background=request.background, input_items=items,
-    )
-    return Plan(record=record, message=_message(request, description),
+        conversation_id = (request.conversation or session_hint
+                           or (keyed_conversation(principal, key_header) if key_header else None)
+                           or new_id("conv"))
+    origin = ResponseOrigin(
+        created_at=int(time.time()), model=request.model or description.name,
+        previous_response_id=request.previous_response_id, instructions=request.instructions,
+        metadata=request.metadata, store=request.store, background=request.background,
+        input=request.items)
+    return Plan(conversation_id=conversation_id, origin=origin, principal=principal,
+                message=_message(request, description),
                 replies={reply.call_id: reply for reply in request.replies},
-                from_snapshot=from_snapshot)
+                from_snapshot=from_snapshot,
+                idempotency_key=idempotency_key(request, key_header),
+                keyed_by_header=bool(key_header), previous=previous, resume_token=token)
+
+

@@ -1,72 +1,86 @@
 """The Responses operations on a host: create (blocking, streamed, background), retrieve,
-replay, cancel, delete and list input items.
+follow, cancel, delete and list input items.
 
-Every turn runs as a streamed host run whose events an ``EventBuilder`` turns into the
-response's events; a blocking create simply does not send them. A run is started (and its
-input accepted) before anything is stored, so a refused request stores nothing; a stored
-response's record is written once it exists and again when it ends, compare-and-swap on its
-version. Background runs are tasks of this object; their events are replayed to late readers
-through ``Host.subscribe`` and, once finished, from the record's events log. This module must
-never build HTTP responses.
+A response is a hosted turn and nothing else: its id names the conversation and the turn
+(``_ids``), what the protocol needs beside the checkpoint is the turn's recorded origin
+(``_origin``), and every view of it (body, events, input items) is rendered from
+``Host.find_turn`` (``_view``). No response record is written, before or after the commit;
+the only record of this adapter is the tombstone ``DELETE`` leaves. A retry carries the
+turn's idempotency key (``Idempotency-Key``, or ``previous_response_id`` with the call ids a
+reply answers): a committed turn is replayed, a running one is followed (``Host.follow``)
+to its end. This module must never build HTTP responses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Any
-
-import msgspec
+from typing import Any, Literal
 
 from checkflow.adapters.foundry._errors import ResponsesError
-from checkflow.adapters.foundry._events import Event, EventBuilder
-from checkflow.adapters.foundry._objects import response_object
+from checkflow.adapters.foundry._events import Event
+from checkflow.adapters.foundry._ids import parse_response_id, response_id
+from checkflow.adapters.foundry._origin import PROTOCOL, ResponseOrigin, origin_of, turn_origin
 from checkflow.adapters.foundry._plan import Plan, plan_response
-from checkflow.adapters.foundry._records import NAMESPACE, ResponseRecord, ResponseStore
-from checkflow.adapters.foundry._translate import RunTranslator, response_status, run_error
-from checkflow.adapters.foundry._wire import CreateRequest
+from checkflow.adapters.foundry._view import ResponseView
+from checkflow.adapters.foundry._wire import BRANCH_KEY, CreateRequest
 from checkflow.errors import (
+    CheckpointInUseError,
     ConversationNotFoundError,
     InvalidResponseError,
-    RecordTooLargeError,
+    NoCheckpointsError,
     SessionConflictError,
     SnapshotNotFoundError,
+    StaleResumeTokenError,
+    TurnInProgressError,
 )
-from checkflow.hosting import Host, HostDescription, HostedRun, HostedRunResult
-from checkflow.workflows import RunStatus, WorkflowEvent, WorkflowStartedEvent
+from checkflow.hosting import (
+    Host,
+    HostDescription,
+    HostedRun,
+    HostedRunResult,
+    ResumeToken,
+    TurnRecord,
+)
+from checkflow.workflows import RunStatus
 
-__all__ = ["ResponsesService", "body_of"]
+__all__ = ["NAMESPACE", "ResponsesService"]
 
 _log = logging.getLogger("checkflow.adapters.foundry")
-_WAIT_SECONDS = 10.0
-_FOLLOW_SECONDS = 600.0  # how long a replay follows a run in another process (SSE pings meanwhile)
-
-
-def body_of(record: ResponseRecord, output: list[dict[str, Any]] | None = None,
-            status: str | None = None) -> dict[str, Any]:
-    """The Response object a record stands for (``output``/``status`` override while running)."""
-    return response_object(
-        id=record.id, created_at=record.created_at, status=status or record.status,
-        model=record.model, output=record.output if output is None else output,
-        conversation_id=record.conversation_id,
-        previous_response_id=record.previous_response_id, instructions=record.instructions,
-        metadata=record.metadata, store=record.store, background=record.background,
-        completed_at=record.completed_at, error=record.error,
-        incomplete_reason="max_output_tokens" if record.status == "incomplete" else None,
-    )
+NAMESPACE = "foundry"
+"""The ``host.records`` namespace of this adapter: only the tombstones of deleted responses."""
+_SETTLE_SECONDS = 30.0  # how long a cancel or a follower waits for a turn's end to be recorded
+_NO_RETRY = {"x-should-retry": "false"}  # a refusal the openai client must not retry
 
 
 @dataclass(slots=True)
-class _Turn:
-    """A started run: the host's stream, its first events (already read) and the rest."""
+class _Started:
+    """A response whose turn was started, replayed (``record``) or is running (``follow``)."""
 
-    run: HostedRun
-    primed: list[WorkflowEvent]
-    rest: AsyncIterator[WorkflowEvent] | None
+    view: ResponseView
+    run: HostedRun | None = None
+    record: TurnRecord | None = None
+    follow: str | None = None  # the running turn to follow: a retry's first attempt
+
+
+def _record_of(run: HostedRun, result: HostedRunResult) -> TurnRecord:
+    """The turn's record as the result carries it (one the host did not give is made up
+    from the result: the same facts)."""
+    if result.turn is not None:
+        return result.turn
+    state: Literal["committed", "failed", "cancelled"] = "committed"
+    if result.status is RunStatus.CANCELLED:
+        state = "cancelled"
+    elif result.status is RunStatus.FAILED:
+        state = "failed"
+    return TurnRecord(run.turn_id, None, PROTOCOL, {}, state, result.status,
+                      outputs=list(result.outputs),
+                      pending_requests=dict(result.pending_requests),
+                      error=None if result.error is None else str(result.error) or
+                      type(result.error).__name__)
 
 
 class ResponsesService:
@@ -74,88 +88,161 @@ class ResponsesService:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        self._records = host.records(NAMESPACE)
-        self.store = ResponseStore(self._records)
+        self._tombstones = host.records(NAMESPACE)
         self._description: HostDescription | None = None
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._here: dict[str, ResponseView] = {}  # the responses running in this object
 
     async def description(self) -> HostDescription:
         if self._description is None:
             self._description = await self.host.describe()
         return self._description
 
-    async def plan(
-        self, request: CreateRequest, *, principal: str | None, session_hint: str | None
-    ) -> Plan:
+    # -- finding a response ------------------------------------------------------------------
+
+    async def lookup(self, id: str, principal: str | None
+                     ) -> tuple[ResponseView, TurnRecord] | None:
+        """The stored response ``id`` and its turn, or ``None`` when this principal has none."""
+        parsed = parse_response_id(id)
+        if parsed is None:
+            return None
+        conversation_id, turn_id = parsed
+        if await self._tombstones.get(f"deleted:{id}", principal=principal) is not None:
+            return None
+        try:
+            record = await self.host.find_turn(conversation_id, turn_id=turn_id,
+                                               principal=principal)
+        except ConversationNotFoundError:
+            return None
+        except CheckpointInUseError:
+            # the turn runs in this process and the host could not read it meanwhile:
+            # what this object knows of its own running turns stands in
+            view = self._here.get(id)
+            if view is None:
+                raise
+            return view, TurnRecord(turn_id, None, PROTOCOL, {}, "running", RunStatus.RUNNING)
+        origin = None if record is None else origin_of(record.protocol, record.data)
+        if record is None or origin is None or not origin.store:
+            return None
+        return ResponseView(id, conversation_id, origin), record
+
+    async def load(self, id: str, principal: str | None) -> tuple[ResponseView, TurnRecord]:
+        """The stored response, or a 404 naming it."""
+        found = await self.lookup(id, principal)
+        if found is None:
+            raise ResponsesError(404, f"no response with id {id!r}", param="response_id",
+                                 code="response_not_found")
+        return found
+
+    async def plan(self, request: CreateRequest, *, principal: str | None,
+                   session_hint: str | None, key_header: str | None) -> Plan:
         """Resolve ``request`` (``ResponsesError`` for refusals that need stored state)."""
 
-        async def pending_at_head(conversation_id: str) -> list[str]:
+        async def find_previous(id: str) -> tuple[str, TurnRecord, ResponseOrigin] | None:
+            found = await self.lookup(id, principal)
+            if found is None:
+                return None
+            view, record = found
+            return view.conversation_id, record, view.origin
+
+        async def head(conversation_id: str) -> ResumeToken | None:
             try:
-                state = await self.host.get_conversation(conversation_id, principal=principal)
-            except ConversationNotFoundError:
-                return []
-            return list(state.pending_requests)
+                return (await self.host.get_conversation(conversation_id,
+                                                         principal=principal)).resume_token
+            except (ConversationNotFoundError, NoCheckpointsError):
+                return None
 
-        return await plan_response(request, store=self.store,
-                                   description=await self.description(), principal=principal,
-                                   pending_at_head=pending_at_head, session_hint=session_hint)
+        return await plan_response(request, description=await self.description(),
+                                   principal=principal, find_previous=find_previous, head=head,
+                                   session_hint=session_hint, key_header=key_header)
 
-    # -- starting a turn ------------------------------------------------------------------
+    # -- starting a turn ---------------------------------------------------------------------
 
-    async def _start(self, plan: Plan) -> _Turn:
-        """Start the run and read up to its first event past the input check, so a refusal
-        (busy, wrong reply, bad message) is raised here with nothing committed."""
+    async def _start(self, plan: Plan) -> _Started:
+        """Start the turn (``Host.run`` returns once the engine accepted the input, so a
+        refusal is raised here with nothing committed); a retry replays or follows."""
         responses = plan.responses
-        record = plan.record
-        self._check_room(record)
         while True:
             try:
                 run = await self.host.run(
-                    record.conversation_id, message=plan.message, responses=responses,
-                    principal=record.principal, from_snapshot=plan.from_snapshot, stream=True)
-                return await self._prime(run)
+                    plan.conversation_id, message=plan.message, responses=responses,
+                    principal=plan.principal, from_snapshot=plan.from_snapshot,
+                    resume_token=plan.resume_token, idempotency_key=plan.idempotency_key,
+                    origin=turn_origin(plan.origin), stream=True)
+                break
+            except StaleResumeTokenError:
+                previous = plan.origin.previous_response_id
+                raise ResponsesError(
+                    409, f"response {previous!r} is no longer the latest of conversation "
+                    f"{plan.conversation_id!r}: continue from its latest response, or branch "
+                    f"from this one (metadata {{{BRANCH_KEY!r}: 'true'}})",
+                    param="previous_response_id", code="previous_response_not_latest",
+                    headers=_NO_RETRY) from None
             except InvalidResponseError as exc:
-                responses = self._retry_as_text(plan, responses, exc)
+                responses = await self._retry_as_text(plan, responses, exc)
+            except TurnInProgressError as exc:
+                return await self._running(plan, exc.turn_id)
             except SnapshotNotFoundError as exc:
                 raise ResponsesError(
-                    400, f"previous response {record.previous_response_id!r} can no longer "
-                    f"be continued: its snapshot {exc.snapshot_id!r} is gone",
+                    400, f"previous response {plan.origin.previous_response_id!r} can no "
+                    f"longer be continued: its snapshot {exc.snapshot_id!r} is gone",
                     param="previous_response_id", code="previous_response_not_found") from None
+        view = ResponseView(response_id(plan.conversation_id, run.turn_id),
+                            plan.conversation_id, plan.origin)
+        if not run.replayed:
+            return _Started(view, run=run)
+        record = _record_of(run, await run.get_result())
+        return _Started(self._same_request(plan, view, record), record=record)
 
-    def _check_room(self, record: ResponseRecord) -> None:
-        """Refuse a response whose record is over the host's bound before anything runs
-        (``RecordTooLargeError``, 409 ``record_too_large``): its input alone is stored."""
-        limit = self._records.max_bytes
-        if limit is None or not record.store:
-            return
-        size = self._records.size_of(msgspec.to_builtins(record))
-        if size > limit:
-            raise RecordTooLargeError(NAMESPACE, f"response:{record.id}", size=size, limit=limit)
+    async def _running(self, plan: Plan, turn_id: str) -> _Started:
+        """A retry of a turn still running: follow it (its first attempt's response)."""
+        record = await self.host.find_turn(plan.conversation_id, turn_id=turn_id,
+                                           principal=plan.principal)
+        origin = None if record is None else origin_of(record.protocol, record.data)
+        view = ResponseView(response_id(plan.conversation_id, turn_id), plan.conversation_id,
+                            origin or plan.origin)
+        if record is not None and record.state != "running":
+            return _Started(self._same_request(plan, view, record), record=record)
+        return _Started(view, follow=turn_id)
 
-    @staticmethod
-    def _mark(turn: _Turn, record: ResponseRecord) -> None:
-        if turn.primed:
-            record.run_started = turn.primed[0].timestamp.isoformat()
+    def _same_request(self, plan: Plan, view: ResponseView, record: TurnRecord
+                      ) -> ResponseView:
+        """The recorded response of a retry; a different request under the same key is a
+        409 (a late reply to an answered call, or a reused ``Idempotency-Key``)."""
+        origin = origin_of(record.protocol, record.data)
+        if origin is None or origin.input == plan.origin.input:
+            return view if origin is None else ResponseView(view.response_id,
+                                                            view.conversation_id, origin)
+        if plan.keyed_by_header:
+            raise ResponsesError(409, f"the Idempotency-Key of this request was used by "
+                                 f"response {view.response_id!r} with another input; send a "
+                                 "new key for a new request", param="input",
+                                 code="idempotency_key_reused", headers=_NO_RETRY)
+        raise self._answered(plan, view.response_id)
 
-    @staticmethod
-    async def _prime(run: HostedRun) -> _Turn:
-        events = aiter(run)
-        primed: list[WorkflowEvent] = []
-        while True:
-            try:
-                event = await anext(events)
-            except StopAsyncIteration:
-                return _Turn(run, primed, None)
-            primed.append(event)
-            if not isinstance(event, WorkflowStartedEvent):
-                return _Turn(run, primed, events)
+    def _answered(self, plan: Plan, by: str | None) -> ResponsesError:
+        calls = ", ".join(plan.replies)
+        previous = plan.origin.previous_response_id
+        where = f"of response {previous!r}" if previous else \
+            f"in conversation {plan.conversation_id!r}"
+        answered = f" by response {by!r}" if by else ""
+        return ResponsesError(
+            409, f"call {calls} {where} was already answered{answered}; to answer it again, "
+            f"branch from the response that asked it (metadata {{{BRANCH_KEY!r}: 'true'}})",
+            param="input", code="already_answered", headers=_NO_RETRY)
 
-    @staticmethod
-    def _retry_as_text(
-        plan: Plan, responses: dict[str, Any] | None, exc: InvalidResponseError
-    ) -> dict[str, Any]:
+    async def _retry_as_text(self, plan: Plan, responses: dict[str, Any] | None,
+                             exc: InvalidResponseError) -> dict[str, Any]:
         """JSON first, then the text as sent: a reply whose parsed form was refused is tried
-        once more as its raw string; one that fits neither is a 400 naming its call."""
+        once more as its raw string; one that fits neither is a 400 naming its call. A call
+        no longer pending though its previous response asked it was answered since: 409."""
+        if exc.reason is None and exc.field is None:  # not pending at the head
+            if plan.previous is not None:
+                raise self._answered(plan, await self._answered_by(plan))
+            call = exc.request_id or ", ".join(plan.replies)
+            raise ResponsesError(400, f"no pending call {call} in conversation "
+                                 f"{plan.conversation_id} ({exc})", param="input",
+                                 code="invalid_function_call_output")
         reply = plan.replies.get(exc.request_id)
         if responses is not None and reply is not None and isinstance(reply.output, str) \
                 and responses[reply.call_id] is not reply.output:
@@ -164,230 +251,186 @@ class ResponsesService:
         raise ResponsesError(400, f"the output for call {call} does not fit the request: {exc}",
                              param="input", code="invalid_function_call_output") from None
 
-    # -- running a turn -------------------------------------------------------------------
-
-    def _finish(self, record: ResponseRecord, translator: RunTranslator,
-                result: HostedRunResult) -> list[Event]:
-        """Fill the record from the run's result and build the closing events."""
-        record.status = response_status(result.status)
-        record.error = run_error(record.status, result.error)
-        record.completed_at = int(time.time())
-        if result.resume_token is not None:
-            record.snapshot_id = result.resume_token.snapshot_id
-            record.checkpoint_id = result.resume_token.checkpoint_id
-        record.pending_calls = list(result.pending_requests)
-
-        def final(output: list[dict[str, Any]]) -> dict[str, Any]:
-            record.output = output
-            return body_of(record)
-
-        events = translator.finish(result.pending_requests, final)
-        record.events = translator.builder.events
-        return events
-
-    async def _drive(self, turn: _Turn, record: ResponseRecord, builder: EventBuilder,
-                     version: str | None) -> AsyncIterator[Event]:
-        """The run's Responses events as they happen; the record is stored when it ends.
-
-        A host error mid-run ends the response ``failed`` (with its terminal event); a reader
-        that goes away first (or a cancelled task) stores it ``cancelled``.
-        """
-        translator = RunTranslator(builder)
+    async def _answered_by(self, plan: Plan) -> str | None:
+        """The response on the conversation's line that answered one of the plan's calls."""
         try:
-            for event in turn.primed:
-                for out in translator.on_event(event):
-                    yield out
-            if turn.rest is not None:
-                async for event in turn.rest:
-                    for out in translator.on_event(event):
-                        yield out
-            result = await turn.run.get_result()
+            turns = await self.host.turns(plan.conversation_id, principal=plan.principal)
+        except ConversationNotFoundError:
+            return None
+        for record in turns:
+            origin = origin_of(record.protocol, record.data)
+            if origin is not None and any(item.get("call_id") in plan.replies or item.get(
+                    "approval_request_id") in plan.replies for item in origin.input):
+                return response_id(plan.conversation_id, record.turn_id)
+        return None
+
+    # -- the events of a turn ----------------------------------------------------------------
+
+    async def _read(self, view: ResponseView, run: HostedRun) -> AsyncIterator[Event]:
+        """The events of a turn run here, as they happen, then its terminal event. A host
+        error mid-run ends the response ``failed``; a reader that goes away closes the
+        turn, which records it ``cancelled``."""
+        live = view.live()
+        for event in live.start():
+            yield event
+        self._here[view.response_id] = view
+        try:
+            async for workflow_event in run:
+                for event in live.on_event(workflow_event):
+                    yield event
+            record = _record_of(run, await run.get_result())
         except Exception as exc:
-            _log.exception("response %s: the run broke off", record.id)
-            await turn.run.aclose()
-            result = HostedRunResult(record.conversation_id, RunStatus.FAILED, error=exc)
+            _log.exception("response %s: the run broke off", view.response_id)
+            await run.aclose()
+            record = TurnRecord(run.turn_id, None, PROTOCOL, {}, "failed", RunStatus.FAILED,
+                                error=str(exc) or type(exc).__name__)
         except BaseException:
-            await turn.run.aclose()
-            record.status, record.completed_at = "cancelled", int(time.time())
-            record.output, record.events = list(builder.output), builder.events
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._save(record, version))
+            await run.aclose()
             raise
-        closing = self._finish(record, translator, result)
-        await asyncio.shield(self._save(record, version))
-        for out in closing:
-            yield out
+        finally:
+            self._here.pop(view.response_id, None)
+        for event in live.finish(record):
+            yield event
 
-    async def _save(self, record: ResponseRecord, version: str | None) -> None:
-        if not record.store:
-            return
+    async def _follow(self, view: ResponseView, turn_id: str, principal: str | None
+                      ) -> AsyncIterator[Event]:
+        """The events of a turn followed from here (its owner's log in its process, its
+        committed snapshots elsewhere), then its terminal event."""
+        live = view.live()
+        for event in live.start():
+            yield event
+        follow = self.host.follow(view.conversation_id, turn_id=turn_id, principal=principal)
         try:
-            if version is None:
-                await self.store.create(record)
-            else:
-                await self.store.replace(record, version)
-        except SessionConflictError:  # deleted (or cancelled elsewhere) meanwhile
-            _log.info("response %s changed while it ran; its final state is not stored",
-                      record.id)
+            async for workflow_event in follow:
+                for event in live.on_event(workflow_event):
+                    yield event
+        finally:
+            close = getattr(follow, "aclose", None)
+            if close is not None:
+                await close()
+        record = await self._settled(view, turn_id, principal)
+        for event in live.finish(record):
+            yield event
 
-    async def _create_or_close(self, turn: _Turn, record: ResponseRecord) -> str:
-        self._mark(turn, record)
-        try:
-            return await self.store.create(record)
-        except BaseException:
-            await turn.run.aclose()
-            raise
+    async def _settled(self, view: ResponseView, turn_id: str, principal: str | None,
+                       seconds: float = _SETTLE_SECONDS) -> TurnRecord:
+        """The turn's record once it no longer runs (bounded: after ``seconds`` it is
+        reported ``failed``, saying so)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            record = await self.host.find_turn(view.conversation_id, turn_id=turn_id,
+                                               principal=principal)
+            if record is not None and record.state != "running":
+                return record
+            if time.monotonic() > deadline:
+                return TurnRecord(turn_id, None, PROTOCOL, {}, "failed", RunStatus.FAILED,
+                                  error=f"the turn was still running {seconds:.0f} s after "
+                                  "it was followed to its end")
+            await asyncio.sleep(0.05)
+
+    def _events(self, started: _Started, principal: str | None) -> AsyncIterator[Event]:
+        if started.run is not None:
+            return self._read(started.view, started.run)
+        if started.follow is not None:
+            return self._follow(started.view, started.follow, principal)
+        assert started.record is not None
+        return _iterate(started.view.events_of(started.record))
+
+    # -- creating ----------------------------------------------------------------------------
 
     async def create(self, plan: Plan) -> dict[str, Any]:
         """Run to the end and return the final Response (nothing streamed)."""
-        turn = await self._start(plan)
-        record = plan.record
-        builder = EventBuilder(record.id)
-        builder.start(lambda status: body_of(record, [], status))
-        async for _ in self._drive(turn, record, builder, None):
-            pass
-        return body_of(record)
+        started = await self._start(plan)
+        if started.record is not None:
+            return started.view.final_body(started.record)
+        last: Event | None = None
+        async for event in self._events(started, plan.principal):
+            last = event
+        assert last is not None
+        body: dict[str, Any] = last["response"]
+        return body
 
     async def create_stream(self, plan: Plan) -> AsyncIterator[Event]:
-        """Start the run (refusals raise here), then the response's events as they happen."""
-        turn = await self._start(plan)
-        record = plan.record
-        version = await self._create_or_close(turn, record) if record.store else None
-        builder = EventBuilder(record.id)
-        return self._stream(turn, record, builder, version)
+        """Start the turn (refusals raise here), then the response's events as they happen."""
+        return self._events(await self._start(plan), plan.principal)
 
-    async def _stream(self, turn: _Turn, record: ResponseRecord, builder: EventBuilder,
-                      version: str | None) -> AsyncIterator[Event]:
-        for event in builder.start(lambda status: body_of(record, [], status)):
-            yield event
-        async for event in self._drive(turn, record, builder, version):
-            yield event
+    async def create_background(self, plan: Plan) -> dict[str, Any]:
+        """Start the turn and run it in a task of this object; the Response as it is now."""
+        started = await self._start(plan)
+        view = started.view
+        if started.record is not None:
+            return view.final_body(started.record)
+        if started.follow is not None:
+            return view.body("in_progress")
+        run = started.run
+        assert run is not None
+        self._here[view.response_id] = view
+        task = asyncio.create_task(self._drain(view, run), name=f"response {view.response_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return view.body("in_progress")
 
-    async def create_background(self, plan: Plan) -> ResponseRecord:
-        """Start the run, store the response ``in_progress`` and drive it in a task."""
-        turn = await self._start(plan)
-        record = plan.record
-        version = await self._create_or_close(turn, record)
-        builder = EventBuilder(record.id)
-        builder.start(lambda status: body_of(record, [], status))
-
-        async def drive() -> None:
-            try:
-                async for _ in self._drive(turn, record, builder, version):
-                    pass
-            except Exception:
-                _log.exception("background response %s failed", record.id)
-            finally:
-                self._tasks.pop(record.id, None)
-
-        self._tasks[record.id] = asyncio.create_task(drive(), name=f"response {record.id}")
-        return record
-
-    # -- reading, replaying, cancelling, deleting -----------------------------------------
-
-    async def load(self, response_id: str, principal: str | None) -> tuple[ResponseRecord, str]:
-        """The stored response, or a 404 naming it."""
-        loaded = await self.store.load(response_id, principal=principal)
-        if loaded is None:
-            raise ResponsesError(404, f"no response with id {response_id!r}",
-                                 param="response_id", code="response_not_found")
-        return loaded
-
-    async def _finished(self, response_id: str, principal: str | None,
-                        seconds: float = _WAIT_SECONDS) -> ResponseRecord:
-        """The record once its run has ended (awaiting the task here, else polling), or as
-        it is after ``seconds``."""
-        task = self._tasks.get(response_id)
-        if task is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), seconds)
-        deadline = time.monotonic() + seconds
-        while True:
-            record, _ = await self.load(response_id, principal)
-            if record.finished or time.monotonic() > deadline:
-                return record
-            await asyncio.sleep(0.05)  # the run is in another process; its record will say
-
-    async def replay(self, response_id: str, principal: str | None, after: int
-                     ) -> AsyncIterator[Event]:
-        """Events numbered after ``after``: from the log of a finished response, or (while
-        it runs) re-derived from the host's event log of the run, then live, then the rest."""
-        record, _ = await self.load(response_id, principal)
-        return self._replay(record, principal, after)
-
-    async def _live(self, record: ResponseRecord, principal: str | None
-                    ) -> AsyncIterator[Event]:
-        """The running response's events, re-derived from the host's log of its run."""
-        builder = EventBuilder(record.id)
-        translator = RunTranslator(builder)
-        derived = builder.start(lambda status: body_of(record, [], status))
-        events = self.host.subscribe(record.conversation_id, principal=principal)
+    async def _drain(self, view: ResponseView, run: HostedRun) -> None:
         try:
-            async for event in events:
-                if event.sequence == 1 and event.timestamp.isoformat() != record.run_started:
-                    return  # another run of the conversation: this one is over
-                derived.extend(translator.on_event(event))
-                for out in derived:
-                    yield out
-                derived = []
+            await run.get_result()
+        except Exception:
+            _log.exception("background response %s failed", view.response_id)
         finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
+            self._here.pop(view.response_id, None)
 
-    async def _replay(self, record: ResponseRecord, principal: str | None, after: int
-                      ) -> AsyncIterator[Event]:
-        sent = after
-        if not record.finished:
-            async for out in self._live(record, principal):
-                if out["sequence_number"] > sent:
-                    sent = out["sequence_number"]
-                    yield out
-            record = await self._finished(record.id, principal, _FOLLOW_SECONDS)
-        for out in record.events:
-            if out["sequence_number"] > sent:
-                sent = out["sequence_number"]
-                yield out
+    # -- reading, following, cancelling, deleting --------------------------------------------
 
-    async def cancel(self, response_id: str, principal: str | None) -> dict[str, Any]:
-        """Cancel a background response through ``Host.cancel``; its final Response."""
-        record, version = await self.load(response_id, principal)
-        if not record.background:
-            raise ResponsesError(400, f"response {response_id!r} was not created with "
-                                 "background=true; only background responses can be cancelled",
+    async def retrieve(self, id: str, principal: str | None) -> dict[str, Any]:
+        view, record = await self.load(id, principal)
+        return view.final_body(record)
+
+    async def replay(self, id: str, principal: str | None, after: int
+                     ) -> AsyncIterator[Event]:
+        """Events numbered after ``after``: derived from the turn's record once it ended
+        (at once, whatever ended it), else followed to its end."""
+        view, record = await self.load(id, principal)
+        if record.state == "running":
+            events = self._follow(view, record.turn_id, principal)
+        else:
+            events = _iterate(view.events_of(record))
+        return _after(events, after)
+
+    async def cancel(self, id: str, principal: str | None) -> dict[str, Any]:
+        """Cancel a background response through ``Host.cancel`` (noticed by its owner within
+        the host's cancel poll when it runs in another process); its Response after."""
+        view, record = await self.load(id, principal)
+        if not view.origin.background:
+            raise ResponsesError(400, f"response {id!r} was not created with background=true; "
+                                 "only background responses can be cancelled",
                                  param="response_id", code="not_cancellable")
-        if record.finished:
-            return body_of(record)
-        running = await self.host.cancel(record.conversation_id, principal=principal)
-        if running or response_id in self._tasks:
-            await self._finished(response_id, principal)
-            record, version = await self.load(response_id, principal)
-        if not record.finished:
-            # no run here that could finish it: its process died, or it runs elsewhere and
-            # stops at that host's next lease renewal; either way it is cancelled from now on
-            record.status, record.completed_at = "cancelled", int(time.time())
-            with contextlib.suppress(SessionConflictError):
-                await self.store.replace(record, version)
-        return body_of(record)
+        if record.state != "running":
+            return view.final_body(record)
+        await self.host.cancel(view.conversation_id, principal=principal)
+        return view.final_body(await self._settled(view, record.turn_id, principal))
 
-    async def delete(self, response_id: str, principal: str | None) -> dict[str, Any]:
-        """Forget the response (its conversation and snapshots stay)."""
-        await self.load(response_id, principal)
-        await self.store.delete(response_id, principal=principal)
-        return {"id": response_id, "object": "response.deleted", "deleted": True}
+    async def delete(self, id: str, principal: str | None) -> dict[str, Any]:
+        """Forget the response (its conversation and snapshots stay): a tombstone."""
+        await self.load(id, principal)
+        try:
+            await self._tombstones.put(f"deleted:{id}", {"deleted_at": int(time.time())},
+                                       principal=principal, create=True)
+        except SessionConflictError:  # deleted meanwhile
+            raise ResponsesError(404, f"no response with id {id!r}", param="response_id",
+                                 code="response_not_found") from None
+        return {"id": id, "object": "response.deleted", "deleted": True}
 
-    async def input_items(self, response_id: str, principal: str | None, *, after: str | None,
+    async def input_items(self, id: str, principal: str | None, *, after: str | None,
                           limit: int, order: str) -> dict[str, Any]:
         """The response's input items, a page at a time (``order`` ``asc`` or ``desc``)."""
-        record, _ = await self.load(response_id, principal)
-        items = list(record.input_items)
+        view, _ = await self.load(id, principal)
+        items = view.input_items()
         if order == "desc":
             items.reverse()
         if after is not None:
             ids = [item["id"] for item in items]
             if after not in ids:
-                raise ResponsesError(400, f"no input item {after!r} in response "
-                                     f"{response_id!r}", param="after", code="invalid_value")
+                raise ResponsesError(400, f"no input item {after!r} in response {id!r}",
+                                     param="after", code="invalid_value")
             items = items[ids.index(after) + 1:]
         page = items[:limit]
         return {"object": "list", "data": page,
@@ -395,3 +438,18 @@ class ResponsesService:
                 "last_id": page[-1]["id"] if page else None,
                 "has_more": len(items) > limit}
 
+
+async def _iterate(events: Iterable[Event]) -> AsyncIterator[Event]:
+    for event in events:
+        yield event
+
+
+async def _after(events: AsyncIterator[Event], after: int) -> AsyncIterator[Event]:
+    try:
+        async for event in events:
+            if event["sequence_number"] > after:
+                yield event
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()

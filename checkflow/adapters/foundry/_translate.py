@@ -4,8 +4,10 @@
 events (item ids derive from the response id and output index), which is what lets a
 background response be replayed through ``Host.subscribe`` with its original numbers.
 Outputs become assistant messages (a string as is, anything else as JSON); agent updates
-stream into one message per executor turn; every pending request becomes a ``request_info``
-function call whose ``call_id`` is the request id. This module must never call the host.
+stream into one message per executor turn; every request still pending when the run ends
+becomes a ``request_info`` function call whose ``call_id`` is the request id, listed after
+the outputs (so a stream read live and one derived from the turn's record show the same
+items in the same order). This module must never call the host.
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ from checkflow.hosting import jsonable, pending_view
 from checkflow.workflows import (
     OutputEvent,
     PendingRequest,
-    RequestInfoEvent,
     RunStatus,
     WorkflowEvent,
 )
 
-__all__ = ["RunTranslator", "output_text", "response_status", "run_error"]
+__all__ = ["RunTranslator", "output_text", "response_status"]
 
 _STATUS = {RunStatus.IDLE: "completed", RunStatus.AWAITING_RESPONSES: "completed",
            RunStatus.FAILED: "failed", RunStatus.CANCELLED: "cancelled",
@@ -36,14 +37,6 @@ _STATUS = {RunStatus.IDLE: "completed", RunStatus.AWAITING_RESPONSES: "completed
 def response_status(status: RunStatus) -> str:
     """The Response status for a run's final status (a pause is ``completed``)."""
     return _STATUS.get(status, "failed")
-
-
-def run_error(status: str, error: BaseException | None) -> dict[str, Any] | None:
-    """The Response ``error`` object of a failed run, ``None`` otherwise."""
-    if status != "failed":
-        return None
-    message = str(error) if error is not None else "the workflow run failed"
-    return {"code": "server_error", "message": message or type(error).__name__}
 
 
 def output_text(data: Any) -> str:
@@ -89,9 +82,7 @@ class RunTranslator:
             if isinstance(event.data, AgentResponse) and self._streaming == event.executor_id:
                 return self._close()  # the updates already carried its text
             return [*self._close(), *self.builder.message(output_text(event.data))]
-        if isinstance(event, RequestInfoEvent):
-            return [*self._close(), *self._ask(event.request)]
-        return []
+        return []  # requests are listed by finish(), once the run says what is pending
 
     def _ask(self, request: PendingRequest) -> list[Event]:
         if request.request_id in self.asked:

@@ -17,6 +17,7 @@ import msgspec
 from checkflow.adapters.foundry._errors import ResponsesError, param_from_validation
 
 __all__ = [
+    "BRANCH_KEY",
     "CallReply",
     "CreateRequest",
     "CreateResponseBody",
@@ -25,6 +26,9 @@ __all__ = [
 ]
 
 _MAX_METADATA = 16
+BRANCH_KEY = "checkflow.branch"
+"""The ``metadata`` key (value ``"true"``) by which a client asks to branch from an earlier
+response instead of continuing its conversation's latest one."""
 
 
 class ConversationRef(msgspec.Struct):
@@ -128,6 +132,7 @@ class CreateRequest:
     background: bool
     instructions: str | None
     metadata: dict[str, str] = field(default_factory=dict)
+    branch: bool = False
 
 
 def _invalid(message: str, param: str | None, code: str = "invalid_value") -> ResponsesError:
@@ -210,6 +215,20 @@ def _check_metadata(metadata: dict[str, str]) -> None:
                            "most 512", f"metadata.{key}")
 
 
+def _branch(metadata: dict[str, str], previous_response_id: str | None) -> bool:
+    value = metadata.get(BRANCH_KEY)
+    if value is None:
+        return False
+    if value not in ("true", "false"):
+        raise _invalid(f"metadata[{BRANCH_KEY!r}] must be 'true' or 'false', not {value!r}",
+                       f"metadata.{BRANCH_KEY}")
+    if value == "true" and previous_response_id is None:
+        raise _invalid(f"metadata[{BRANCH_KEY!r}] branches from a previous response: send "
+                       "previous_response_id", "previous_response_id",
+                       "missing_required_parameter")
+    return value == "true"
+
+
 def _check_replies(request: CreateRequest) -> None:
     calls = [reply.call_id for reply in request.replies]
     if not calls:
@@ -251,6 +270,7 @@ def parse_request(body: CreateResponseBody) -> CreateRequest:
         conversation=conversation, previous_response_id=body.previous_response_id,
         stream=bool(body.stream), store=store, background=bool(body.background),
         instructions=body.instructions, metadata=metadata,
+        branch=_branch(metadata, body.previous_response_id),
     )
     _check_replies(request)
     return request

@@ -21,6 +21,7 @@ from foundry_schema import assert_well_formed, validate_event, validate_response
 from openai import OpenAI
 
 from checkflow.adapters.foundry import FoundryAdapter, default_adapter, header_principal
+from checkflow.adapters.foundry._ids import response_id
 from checkflow.agents import ChatMessage, ScriptedAgent
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
 from checkflow.sessions import InMemorySessionStore
@@ -185,7 +186,7 @@ def test_readiness_is_healthy_only_while_the_stores_answer() -> None:
 def test_a_store_that_breaks_mid_request_is_an_openai_shaped_500() -> None:
     host = WorkflowHost(chat_workflow, session_store=_Unreachable())
     with _serving(create_app(host, adapters=[FoundryAdapter()])) as url:
-        response = httpx.get(f"{url}/responses/resp_1")
+        response = httpx.get(f"{url}/responses/{response_id('c-1', '0' * 32)}")
     assert response.status_code == 500
     assert response.json() == {"error": {"message": "internal server error",
                                          "type": "server_error", "param": None, "code": None}}

@@ -1,11 +1,12 @@
-"""End to end on Azure Cosmos DB (the local emulator): responses, their records and their
-branches live in Cosmos, so a pause survives a restart and branches from one response."""
+"""End to end on Azure Cosmos DB (the local emulator): responses are turns of checkpoints in
+Cosmos, so a pause survives a restart, is answered once and branches when asked to."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+import openai
 import pytest
 from cosmos_emulator import CosmosEmulator
 from foundry_schema import validate_response
@@ -40,8 +41,12 @@ def test_a_paused_response_branches_after_a_restart_on_cosmos(
     assert client.responses.with_raw_response.retrieve(
         paused["id"]).http_response.json() == paused
     answers = {}
-    for value in ("true", "false"):
-        done = _create(client, previous_response_id=paused["id"], input=[
+    for value, metadata in (("true", {}), ("false", {"checkflow.branch": "true"})):
+        done = _create(client, previous_response_id=paused["id"], metadata=metadata, input=[
             {"type": "function_call_output", "call_id": call["call_id"], "output": value}])
         answers[value] = done["output"][0]["content"][0]["text"]
     assert answers == {"true": "published: owls", "false": "dropped: owls"}
+    with pytest.raises(openai.ConflictError) as late:  # a third answer that is no branch
+        client.responses.create(previous_response_id=paused["id"], input=[
+            {"type": "function_call_output", "call_id": call["call_id"], "output": "false"}])
+    assert late.value.response.json()["error"]["code"] == "already_answered"

@@ -31,6 +31,7 @@ from foundry_schema import (
 from openai import OpenAI
 
 TARGET = "tests.adapters.foundry.foundry_flows:workflow"  # as the conftest serves it
+BRANCH = {"checkflow.branch": "true"}  # the explicit branch from an earlier response
 Start = Any  # the start_foundry fixture
 Gates = Any  # the gates fixture
 
@@ -173,15 +174,17 @@ def test_a_second_server_process_continues_a_response(start_foundry: Start) -> N
     assert _retrieve(_client(first), done["id"]) == done
 
 
-def test_two_answers_to_one_response_are_two_branches_and_leave_it_unchanged(
+def test_two_answers_to_one_response_are_two_branches_when_asked_and_leave_it_unchanged(
     start_foundry: Start,
 ) -> None:
     server = start_foundry()
     client = _client(server)
     paused, call_id = _pause(client)
     yes = _create(client, previous_response_id=paused["id"], input=[_reply(call_id, "true")])
-    no = _create(client, previous_response_id=paused["id"], input=[_reply(call_id, "false")])
+    no = _create(client, previous_response_id=paused["id"], input=[_reply(call_id, "false")],
+                 metadata=BRANCH)
     assert (_text(yes), _text(no)) == ("published: cats", "dropped: cats")
+    assert no["metadata"] == BRANCH
     assert _retrieve(client, paused["id"]) == paused
     assert _retrieve(client, yes["id"]) == yes
     snapshots = _native(server, f"{paused['conversation']['id']}/snapshots")["snapshots"]
@@ -192,7 +195,8 @@ def test_two_answers_to_one_response_are_two_branches_and_leave_it_unchanged(
     assert sorted(children.values())[-1] == 2  # one snapshot with two children: the pause
     tips = {s["snapshot_id"] for s in snapshots} - set(children)
     assert len(tips) == 2
-    again = _create(client, previous_response_id=yes["id"], input="more")  # the older branch
+    again = _create(client, previous_response_id=yes["id"], input="more",  # the older branch
+                    metadata=BRANCH)
     assert _text(again) == "MORE"
 
 
@@ -251,9 +255,15 @@ def test_replies_sent_with_the_conversation_answer_its_head(start_foundry: Start
     assert paused["conversation"] == {"id": "talk-2"}
     done = _create(client, conversation="talk-2", input=[_reply(call_id, "true")])
     assert _text(done) == "published: cats" and done["conversation"] == {"id": "talk-2"}
+    again = _create(client, conversation="talk-2", input=[_reply(call_id, "true")])
+    assert again == done  # the same reply again is a retry: its response, replayed
     error = _refused(lambda: client.responses.create(
-        conversation="talk-2", input=[_reply(call_id, "true")]), 400)
-    assert call_id in error["message"]  # answered already: nothing is pending at the head
+        conversation="talk-2", input=[_reply(call_id, "false")]), 409)
+    assert error["code"] == "already_answered"
+    assert call_id in error["message"] and done["id"] in error["message"]
+    error = _refused(lambda: client.responses.create(
+        conversation="talk-2", input=[_reply("call-never-asked", "true")]), 400)
+    assert "call-never-asked" in error["message"]  # nothing of that id is pending
 
 
 def test_retrieve_and_input_items_show_the_response_and_its_input(start_foundry: Start) -> None:

@@ -1,4 +1,4 @@
-"""Workflow events as Responses events: agent deltas, outputs, requests, and what is left."""
+"""Workflow events as Responses events: agent deltas, outputs, then what is still pending."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from checkflow.adapters.foundry._translate import (
     RunTranslator,
     output_text,
     response_status,
-    run_error,
 )
+from checkflow.adapters.foundry._view import error_of, status_of
 from checkflow.agents import (
     AgentResponse,
     AgentResponseUpdate,
@@ -22,6 +22,7 @@ from checkflow.agents import (
     ChatMessage,
     TextContent,
 )
+from checkflow.hosting import TurnRecord
 from checkflow.workflows import (
     OutputEvent,
     PendingRequest,
@@ -79,14 +80,14 @@ def test_an_agent_reply_that_was_not_streamed_is_one_whole_message() -> None:
         "whole"]
 
 
-def test_a_request_is_asked_once_and_the_rest_of_the_pending_are_listed_at_the_end() -> None:
-    events = _run([OutputEvent("w", "drafted"), RequestInfoEvent(_ask("r1")),
+def test_pending_requests_are_listed_once_after_the_outputs_in_the_hosts_order() -> None:
+    events = _run([RequestInfoEvent(_ask("r1")), OutputEvent("w", "drafted"),
                    RequestInfoEvent(_ask("r1"))],
                   {"r0": _ask("r0"), "r1": _ask("r1")})
     output = events[-1]["response"]["output"]
     assert [item["type"] for item in output] == ["message", "function_call", "function_call"]
-    assert [item["call_id"] for item in output[1:]] == ["r1", "r0"]
-    assert json.loads(output[2]["arguments"]) == {
+    assert [item["call_id"] for item in output[1:]] == ["r0", "r1"]  # as a derived view lists
+    assert json.loads(output[1]["arguments"]) == {
         "request_id": "r0", "data": {"q": "r0"}, "response_schema": {"type": "boolean"}}
 
 
@@ -108,6 +109,10 @@ def test_a_pause_is_completed_and_a_failure_carries_its_error() -> None:
     assert response_status(RunStatus.IDLE) == "completed"
     assert response_status(RunStatus.CANCELLED) == "cancelled"
     assert response_status(RunStatus.FAILED) == "failed"
-    assert run_error("failed", RuntimeError("boom")) == {"code": "server_error",
-                                                         "message": "boom"}
-    assert run_error("completed", None) is None
+    failed = TurnRecord("t", None, "foundry", {}, "failed", RunStatus.FAILED, error="boom")
+    assert status_of(failed) == "failed"
+    assert error_of(failed, "failed") == {"code": "server_error", "message": "boom"}
+    running = TurnRecord("t", None, "foundry", {}, "running", RunStatus.RUNNING)
+    assert status_of(running) == "in_progress" and error_of(running, "in_progress") is None
+    paused = TurnRecord("t", None, "foundry", {}, "committed", RunStatus.AWAITING_RESPONSES)
+    assert status_of(paused) == "completed"
