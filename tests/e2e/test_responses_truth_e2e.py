@@ -166,8 +166,6 @@ def test_the_openai_client_sends_no_idempotency_key_of_its_own(
     assert attempts.sent[-1].get("idempotency-key") == "k-1"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a retried reply runs the answer twice (the "
-                   "retry is a fork from the pause) instead of replaying the first attempt")
 def test_a_reply_that_outlasts_the_client_timeout_runs_once_through_its_retries(
     start_server: Start, gates: Gates,
 ) -> None:
@@ -195,8 +193,6 @@ def test_a_reply_that_outlasts_the_client_timeout_runs_once_through_its_retries(
     assert again["id"] == done.id and _runs(gates, "r") == 1  # a later retry: replayed
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: the Idempotency-Key header is ignored, so a "
-                   "retried message runs again as a new response")
 def test_a_message_with_an_idempotency_key_runs_once_through_the_client_retries(
     start_server: Start, gates: Gates,
 ) -> None:
@@ -225,8 +221,8 @@ def test_a_message_with_an_idempotency_key_runs_once_through_the_client_retries(
 # -- a late reply is refused; a branch is asked for ------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a late reply to an answered pause forks "
-                   "silently and moves the conversation head")
+@pytest.mark.xfail(strict=True, reason="issue 27: a response on the line a branch left is "
+                   "not found (Host.find_turn reads the head's lineage only)")
 def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked_for(
     start_server: Start, gates: Gates,
 ) -> None:
@@ -262,8 +258,8 @@ def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked
 # -- no zombie turns: a killed owner ---------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a background response whose server was "
-                   "killed stays in_progress for ever and its stream waits on the dead owner")
+@pytest.mark.xfail(strict=True, reason="issue 27: Host.find_turn gives a dead owner's turn "
+                   "without its origin data, so the killed response is a 404, not failed")
 def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_ends(
     start_server: Start, gates: Gates,
 ) -> None:
@@ -295,8 +291,8 @@ def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_e
 # -- follow and cancel from another process --------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a response running in another process is "
-                   "only followed once it has ended there, not superstep by superstep")
+@pytest.mark.xfail(strict=True, reason="issue 27: Host.follow from another process gives a "
+                   "turn's outputs only at its end, not per committed superstep")
 def test_a_second_process_follows_a_running_response_superstep_by_superstep(
     start_server: Start, gates: Gates,
 ) -> None:
@@ -331,8 +327,6 @@ def test_a_second_process_follows_a_running_response_superstep_by_superstep(
     assert _retrieve(_client(owner), started["id"]) == events[-1]["response"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a cancel from another process is noticed "
-                   "only at the owner's next lease renewal, not within about a second")
 def test_a_cancel_from_another_process_stops_the_run_within_about_a_second(
     start_server: Start, gates: Gates,
 ) -> None:
@@ -357,8 +351,6 @@ def test_a_cancel_from_another_process_stops_the_run_within_about_a_second(
 # -- graceful shutdown ---------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: on SIGTERM a running Responses stream ends "
-                   "without a terminal event")
 def test_on_sigterm_a_running_stream_ends_with_a_terminal_event(
     start_server: Start, gates: Gates,
 ) -> None:
