@@ -255,6 +255,59 @@ def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked
     assert _retrieve(client, first["id"]) == first  # the other line is still retrievable
 
 
+def test_a_message_continuing_a_response_that_is_no_longer_the_latest_needs_a_branch(
+    start_server: Start,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    first = _create(client, input="one")
+    conversation = first["conversation"]["id"]
+    ended = _native(server, conversation)["resume_token"]["snapshot_id"]
+    second = _create(client, previous_response_id=first["id"], input="two")
+    assert _text(second) == "TWO" and second["conversation"]["id"] == conversation
+    head = _native(server, conversation)["resume_token"]
+    attempts = Attempts()
+    error = _refused(lambda: attempts.client(server).responses.create(
+        previous_response_id=first["id"], input="three"), 409)
+    assert len(attempts.sent) == 1, "the client retried a final refusal"
+    assert error["code"] == "previous_response_not_latest"
+    assert error["param"] == "previous_response_id" and first["id"] in error["message"]
+    assert _native(server, conversation)["resume_token"] == head
+    assert len(_children(server, conversation, ended)) == 1
+    branch = _create(client, previous_response_id=first["id"], input="three", metadata=BRANCH)
+    assert _text(branch) == "THREE" and branch["conversation"]["id"] == conversation
+    assert len(_children(server, conversation, ended)) == 2
+
+
+def test_an_idempotency_key_reused_with_another_input_is_refused(start_server: Start) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    key = {"Idempotency-Key": "once"}
+    first = _create(client, input="a", extra_headers=key)
+    assert _create(client, input="a", extra_headers=key) == first  # no conversation named:
+    conversation = first["conversation"]["id"]  # the key's own, the same for the retry
+    error = _refused(lambda: client.responses.create(input="b", extra_headers=key), 409)
+    assert error["code"] == "idempotency_key_reused" and first["id"] in error["message"]
+    assert _native(server, conversation)["outputs"] == ["A"]
+
+
+def test_a_deleted_response_is_gone_but_its_turn_stays_in_the_conversation(
+    start_server: Start,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    body = _create(client, input="x")
+    client.responses.delete(body["id"])
+    assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
+        "response_not_found"
+    error = _refused(lambda: client.responses.create(previous_response_id=body["id"],
+                                                     input="y"), 400)
+    assert error["code"] == "previous_response_not_found"
+    assert _refused(lambda: client.responses.delete(body["id"]), 404)["code"] == \
+        "response_not_found"
+    assert _native(server, body["conversation"]["id"])["outputs"] == ["X"]
+
+
 # -- no zombie turns: a killed owner ---------------------------------------------------------
 
 

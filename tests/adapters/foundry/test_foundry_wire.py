@@ -95,3 +95,21 @@ def test_replies_mixed_with_new_messages_are_refused_naming_the_calls() -> None:
         {"type": "function_call_output", "call_id": "c1", "output": "1"},
         {"role": "user", "content": "and also"}]})
     assert "c1" in error.message and error.param == "input"
+
+
+def test_a_branch_is_asked_for_with_a_metadata_key_and_previous_response_id() -> None:
+    request = _parse({"input": "x", "previous_response_id": "resp_a",
+                      "metadata": {"checkflow.branch": "true"}})
+    assert request.branch and request.metadata == {"checkflow.branch": "true"}
+    assert not _parse({"input": "x", "previous_response_id": "resp_a",
+                       "metadata": {"checkflow.branch": "false"}}).branch
+    assert not _parse({"input": "x", "previous_response_id": "resp_a"}).branch
+
+
+def test_a_branch_key_with_another_value_or_nothing_to_branch_from_is_refused() -> None:
+    error = _refused({"input": "x", "previous_response_id": "resp_a",
+                      "metadata": {"checkflow.branch": "yes"}})
+    assert error.param == "metadata.checkflow.branch" and "'yes'" in error.message
+    error = _refused({"input": "x", "metadata": {"checkflow.branch": "true"}})
+    assert error.param == "previous_response_id"
+    assert error.code == "missing_required_parameter"
