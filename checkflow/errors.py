@@ -37,6 +37,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   └── V1TypeRefusedError              a pickled v1 value of a type nobody admitted
     └── HostingError                        the hosting layer
         ├── ConversationBusyError           the conversation is running elsewhere (HTTP 409)
+        │   └── TurnInProgressError         a retry (same idempotency key) of a running turn
         ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
         ├── InvalidMessageError             a message fits no input type of the start (HTTP 422)
         ├── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
@@ -92,6 +93,7 @@ __all__ = [
     "StorageFullError",
     "StorageReadOnlyError",
     "StorageUnavailableError",
+    "TurnInProgressError",
     "UnregisteredStateTypeError",
     "UnsupportedFormatVersionError",
     "V1TypeRefusedError",
@@ -510,6 +512,19 @@ class ConversationBusyError(HostingError):
         self.conversation_id = conversation_id
         self.retry_after = retry_after
         self.owner = owner
+
+
+class TurnInProgressError(ConversationBusyError):
+    """A retry of a turn that is still running: the same idempotency key (HTTP 409 with
+    ``Retry-After``). ``turn_id`` names the running turn, which ``Host.follow`` follows."""
+
+    def __init__(self, conversation_id: str, turn_id: str, *, idempotency_key: str,
+                 retry_after: float = 1.0) -> None:
+        super().__init__(conversation_id, retry_after=retry_after)
+        self.args = (f"conversation {conversation_id!r} is still running turn {turn_id!r} "
+                     f"of idempotency key {idempotency_key!r}; follow it or retry later",)
+        self.turn_id = turn_id
+        self.idempotency_key = idempotency_key
 
 
 class ConversationNotFoundError(HostingError, LookupError):

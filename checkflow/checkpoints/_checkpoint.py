@@ -72,6 +72,8 @@ class Checkpoint:
         self._pruned = frozenset(pruned_snapshot_ids)
         self.max_state_bytes: int | None = None
         """Refuse a commit whose encoded state is larger (runtime-only; hosts set it)."""
+        self._turn_mark: dict[str, Any] | None = None
+        self._turn_first: dict[str, Any] | None = None
         self._commit_lock = asyncio.Lock()
         self._restarts = 0  # bumped by restart_from: a commit landing later leaves the head be
         self._set_graph(list(snapshots), head_snapshot_id)
@@ -191,6 +193,18 @@ class Checkpoint:
         self._head = snapshot_id
         self._restarts += 1
 
+    def mark_turn(self, mark: Mapping[str, Any] | None,
+                  first: Mapping[str, Any] | None = None) -> None:
+        """Stamp the next commits' metadata with ``"turn": mark`` (runtime-only; hosts set it).
+
+        The next commit carries ``first`` (when given) instead, once: a hosted turn records
+        its protocol's data with its first snapshot and only its identity with the rest, so
+        what a protocol needs later is committed in the same atomic write as the snapshot.
+        ``None`` stops stamping.
+        """
+        self._turn_mark = None if mark is None else dict(mark)
+        self._turn_first = None if first is None else dict(first)
+
     async def commit_snapshot(
         self, *, state: Mapping[str, Any], metadata: Mapping[str, Any] | None = None
     ) -> CheckpointSnapshot:
@@ -204,6 +218,9 @@ class Checkpoint:
         check_not_in_use(self, "commit to")
         storage = self._storage
         fmt = self.format
+        if self._turn_mark is not None:
+            mark, self._turn_first = self._turn_first or self._turn_mark, None
+            metadata = {**(metadata or {}), "turn": mark}
         await self._commit_lock.acquire()
         try:
             snapshot = CheckpointSnapshot(

@@ -13,6 +13,7 @@ import gc
 import importlib
 import inspect
 import ipaddress
+import logging
 import os
 import socket
 import sys
@@ -188,7 +189,7 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
                          limits=limits)
         options = within_descriptor_limit(options)
         quiet_accept_errors(asyncio.get_running_loop())
-        server = uvicorn.Server(server_config(app, options))
+        server = GracefulServer(server_config(app, options), hosted, options.shutdown_timeout)
         tune_collector()
         with _listening(options.host, options.port) as sock:
             shown = f"[{options.host}]" if ":" in options.host else options.host
@@ -200,6 +201,29 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
                       "list, read, answer and delete every conversation and task",
                       file=sys.stderr, flush=True)
             await server.serve(sockets=[sock])
+
+
+class GracefulServer(uvicorn.Server):
+    """uvicorn's server, which on SIGTERM first stops every running turn.
+
+    Each turn then ends at its next safe point with its cancelled outcome, which every
+    protocol's stream renders as its terminal event (AG-UI ``RUN_FINISHED``/``RUN_ERROR``, an
+    A2A status update, a Responses terminal event), so the connections end properly within
+    ``--shutdown-timeout`` and every conversation keeps its last good head.
+    """
+
+    def __init__(self, config: uvicorn.Config, host: Host, timeout: float) -> None:
+        super().__init__(config)
+        self._host = host
+        self._timeout = timeout
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await asyncio.wait_for(self._host.stop_turns(), max(0.1, self._timeout))
+        except Exception:  # a turn that will not stop: uvicorn's own timeout cuts it
+            logging.getLogger("checkflow.serve").warning(
+                "not every running turn stopped within %ss", self._timeout, exc_info=True)
+        await super().shutdown(sockets)
 
 
 def _loopback(host: str) -> bool:

@@ -35,6 +35,8 @@ from checkflow.hosting._protocol import Host, HostDescription, RunOptions
 from checkflow.hosting._records import RecordStore, StoredRecord
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._runs import HostedRun
+from checkflow.hosting._turn import ReplayedTurn, Turn
+from checkflow.hosting._turns import TurnOrigin, TurnRecord
 from checkflow.hosting._views import (
     error_body,
     inspect_metadata,
@@ -78,10 +80,14 @@ __all__ = [
     "HostedRunStream",
     "HttpError",
     "RecordStore",
+    "ReplayedTurn",
     "ResumeToken",
     "RunOptions",
     "ServerSentEvent",
     "StoredRecord",
+    "Turn",
+    "TurnOrigin",
+    "TurnRecord",
     "WorkflowHost",
     "checkpoint_export",
     "checkpoint_summary",

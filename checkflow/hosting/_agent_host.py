@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, Unpack, overload
 
+from checkflow._random import random_hex
 from checkflow.agents import (
     Agent,
     AgentInput,
@@ -32,15 +33,23 @@ from checkflow.errors import (
     ConversationNotFoundError,
     InvalidResponseError,
     NoCheckpointsError,
+    TurnInProgressError,
 )
 from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._keys import AGENT_SESSION_KEY, ConversationKey
-from checkflow.hosting._lease import ConversationLease
+from checkflow.hosting._lease import DEAD_OWNER, LEASE_KEY, ConversationLease, lease_is_live
 from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._runs import ActiveRun, HostedRun
 from checkflow.hosting._target import Resolver
+from checkflow.hosting._turn import ReplayedTurn
+from checkflow.hosting._turns import (
+    TurnOrigin,
+    TurnRecord,
+    recorded_outcome,
+    turn_mark,
+)
 from checkflow.sessions import AgentSession, SessionStore
 from checkflow.state import from_builtins, to_builtins
 from checkflow.workflows import OutputEvent, RunStatus, WorkflowEvent, WorkflowStatusEvent
@@ -58,8 +67,10 @@ class AgentHost(HostBase):
         self, agent: Any, *, session_store: SessionStore | None = None,
         lease_seconds: float = 300.0, renew_seconds: float | None = None,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+        cancel_poll_seconds: float = 1.0,
     ) -> None:
-        super().__init__(session_store, lease_seconds=lease_seconds, renew_seconds=renew_seconds)
+        super().__init__(session_store, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
+                         cancel_poll_seconds=cancel_poll_seconds)
         self.max_record_bytes = max_record_bytes
         self._agent: Resolver[Agent] = Resolver(
             agent, is_instance=lambda a: isinstance(a, Agent), what="Agent"
@@ -112,6 +123,8 @@ class AgentHost(HostBase):
         principal: str | None = None,
         from_snapshot: str | None = None,
         resume_token: ResumeToken | None = None,
+        idempotency_key: str | None = None,
+        origin: TurnOrigin | None = None,
         stream: bool = False,
     ) -> Any:
         """One agent turn.
@@ -122,7 +135,10 @@ class AgentHost(HostBase):
         an ``AgentRunStream`` of events. An agent has no pending requests and no snapshots:
         ``responses`` raise ``InvalidResponseError``, ``from_snapshot``/``resume_token``
         ``NoCheckpointsError``. Raises ``ConversationBusyError`` at once if the conversation
-        is running anywhere.
+        is running anywhere. Each turn is recorded in the conversation's session with the
+        agent session it produced (one write), so ``idempotency_key`` works as on a
+        ``WorkflowHost``: a retry of a recorded turn replays its reply, of a running one
+        raises ``TurnInProgressError``.
         """
         if responses:
             raise InvalidResponseError(
@@ -136,22 +152,71 @@ class AgentHost(HostBase):
             raise ValueError(f"conversation {conversation_id!r}: send a message")
         agent = await self.agent()
         key = ConversationKey(principal, conversation_id)
-        lease = await self._leases.acquire(key)
+        if idempotency_key is not None:
+            active = self._runs.get(key)
+            if active is not None and active.idempotency_key == idempotency_key:
+                raise TurnInProgressError(conversation_id, active.run_id,
+                                          idempotency_key=idempotency_key)
+        mark, _ = turn_mark(random_hex(), idempotency_key, origin or TurnOrigin())
+        if origin is not None and origin.data:
+            mark["data"] = dict(origin.data)
+        lease = await self._leases.acquire(key, turn=_identity(mark))
         try:
+            if idempotency_key is not None and not legacy:
+                recorded = _recorded(lease.session.state, idempotency_key=idempotency_key)
+                if recorded is not None:
+                    await shielded(lease.release())  # nothing runs, nothing changes
+                    result = HostedRunResult(conversation_id, recorded.status,
+                                             outputs=list(recorded.outputs), turn=recorded,
+                                             replayed=True)
+                    return ReplayedTurn(result, recorded) if stream else result
             session = _agent_session(lease, agent, key)
             if stream:
                 updates = agent.run(turn_input, session=session, stream=True)
                 run = AgentRunStream(self, key, lease, session, updates,
-                                     str(getattr(agent, "name", "agent")))
+                                     str(getattr(agent, "name", "agent")), mark)
                 return run.updates() if legacy else run
             response: AgentResponse = await agent.run(turn_input, session=session)
         except BaseException:
             await shielded(lease.release())
             raise
-        await shielded(lease.release(_store(session)))
+        await shielded(lease.release(_store(session, mark, response)))
         if legacy:
             return response
-        return HostedRunResult(conversation_id, RunStatus.IDLE, outputs=[response])
+        return HostedRunResult(conversation_id, RunStatus.IDLE, outputs=[response],
+                               turn=_record(mark, response))
+
+    async def turns(self, conversation_id: str, *, principal: str | None = None
+                    ) -> list[TurnRecord]:
+        """The conversation's latest recorded turns, oldest first (at most ``MAX_TURNS``:
+        the agent session's messages hold the whole history)."""
+        key = ConversationKey(principal, conversation_id)
+        stored = await self.session_store.get(key.session_id)
+        if stored is None or not self._holds_conversation(stored.state):
+            raise ConversationNotFoundError(conversation_id)
+        return [_record(mark, mark.get("reply")) for mark in _marks(stored.state)]
+
+    async def _locate(self, key: ConversationKey, turn_id: str | None,
+                      idempotency_key: str | None) -> tuple[TurnRecord | None, None]:
+        stored = await self.session_store.get(key.session_id)
+        if stored is None:
+            return None, None
+        state = stored.state
+        lease = state.get(LEASE_KEY)
+        running = lease.get("turn") if isinstance(lease, dict) else None
+        if isinstance(running, dict) and (running.get("id") == turn_id or (
+                idempotency_key is not None and running.get("key") == idempotency_key)):
+            if lease_is_live(lease):
+                return TurnRecord(str(running["id"]), running.get("key"),
+                                  str(running.get("protocol", "native")), {}, "running",
+                                  RunStatus.RUNNING), None
+            return TurnRecord(str(running["id"]), running.get("key"),
+                              str(running.get("protocol", "native")), {}, "failed",
+                              RunStatus.FAILED, error=DEAD_OWNER), None
+        found = _recorded(state, turn_id=turn_id, idempotency_key=idempotency_key)
+        if found is None:
+            found = recorded_outcome(state, turn_id=turn_id, key=idempotency_key)
+        return found, None
 
     async def get_session(
         self, conversation_id: str, *, principal: str | None = None
@@ -200,6 +265,7 @@ class AgentRunStream(HostedRun):
     def __init__(
         self, host: AgentHost, key: ConversationKey, lease: ConversationLease,
         session: AgentSession, updates: AsyncIterator[AgentResponseUpdate], author: str,
+        mark: dict[str, Any] | None = None,
     ) -> None:
         self._host = host
         self._key = key
@@ -214,8 +280,12 @@ class AgentRunStream(HostedRun):
         self._iterating = False
         self._cancelled = asyncio.Event()
         self._ended = asyncio.Event()
-        self._active: ActiveRun = host._runs.start(key, self.aclose)
-        self.run_id = self._active.run_id
+        self._mark = mark
+        self._response: AgentResponse | None = None
+        self._active: ActiveRun = host._runs.start(
+            key, self.aclose, None if mark is None else mark["id"],
+            None if mark is None else mark.get("key"))
+        self.run_id = self.turn_id = self._active.run_id
         lease.on_cancel = self.aclose
 
     def _stamp(self, event: WorkflowEvent) -> WorkflowEvent:
@@ -262,9 +332,10 @@ class AgentRunStream(HostedRun):
                 yield self._stamp(AgentRunUpdateEvent(self._author, update))
             if self._cancelled.is_set() or self._closed:
                 return
-            response = AgentResponse.from_updates(self._received)
-            self._result = HostedRunResult(self._key.conversation_id, RunStatus.IDLE,
-                                           outputs=[response])
+            response = self._response = AgentResponse.from_updates(self._received)
+            self._result = HostedRunResult(
+                self._key.conversation_id, RunStatus.IDLE, outputs=[response],
+                turn=None if self._mark is None else _record(self._mark, response))
             completed = True
             yield self._stamp(OutputEvent(self._author, response))
             yield self._stamp(WorkflowStatusEvent(RunStatus.IDLE))
@@ -280,7 +351,8 @@ class AgentRunStream(HostedRun):
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
-            await shielded(self._lease.release(_store(self._session) if completed else None))
+            await shielded(self._lease.release(
+                _store(self._session, self._mark, self._response) if completed else None))
         finally:
             self._host._runs.end(self._active)
             self._ended.set()
@@ -316,8 +388,41 @@ def _agent_session(lease: ConversationLease, agent: Agent, key: ConversationKey)
     return agent.create_session(session_id=key.session_id)
 
 
-def _store(session: AgentSession) -> Any:
+MAX_TURNS = 64
+"""How many of its latest turns an agent conversation's session records."""
+_TURNS_KEY = "agent_turns"
+
+
+def _store(session: AgentSession, mark: dict[str, Any] | None = None,
+           reply: AgentResponse | None = None) -> Any:
+    """The session update of a good agent turn: its agent session and its record, together."""
     def update(state: dict[str, Any]) -> None:
         state[AGENT_SESSION_KEY] = session
-
+        if mark is not None:
+            turns = [*_marks(state), {**mark, "reply": reply}]
+            state[_TURNS_KEY] = turns[-MAX_TURNS:]
     return update
+
+
+def _identity(mark: dict[str, Any]) -> dict[str, Any]:
+    """The mark without its data: what the lease names."""
+    return {name: value for name, value in mark.items() if name != "data"}
+
+
+def _marks(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in state.get(_TURNS_KEY, ()) if isinstance(m, dict)]
+
+
+def _record(mark: Mapping[str, Any], reply: Any) -> TurnRecord:
+    return TurnRecord(str(mark.get("id")), mark.get("key"), str(mark.get("protocol", "native")),
+                      dict(mark.get("data") or {}), "committed", RunStatus.IDLE,
+                      outputs=[] if reply is None else [reply])
+
+
+def _recorded(state: Mapping[str, Any], *, turn_id: str | None = None,
+              idempotency_key: str | None = None) -> TurnRecord | None:
+    for mark in reversed(_marks(state)):
+        if (turn_id is not None and mark.get("id") == turn_id) or (
+                idempotency_key is not None and mark.get("key") == idempotency_key):
+            return _record(mark, mark.get("reply"))
+    return None

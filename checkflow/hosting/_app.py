@@ -152,6 +152,7 @@ def _workflow_routes(host: Host, max_body_bytes: int, on_disconnect: str) -> lis
             "principal": request_principal(request),
             "from_snapshot": body.from_snapshot,
             "resume_token": body.resume_token,
+            "idempotency_key": idempotency_key(request),
         }
         if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
             stream = await host.run(conversation_id, stream=True, **options)
@@ -222,8 +223,8 @@ def _conversation_routes(
             raise HttpError(400, "invalid_request",
                             f"after must be an event sequence number, not {after_text!r}"
                             ) from None
-        followed = host.subscribe(_conversation_id(request),
-                                  principal=request_principal(request), after=after)
+        followed = host.follow(_conversation_id(request),
+                               principal=request_principal(request), after=after)
         return sse_response(_followed(followed))
 
     return [
@@ -272,6 +273,21 @@ async def _sse(stream: HostedRun) -> AsyncIterator[ServerSentEvent]:
         await stream.aclose()
 
 
+MAX_IDEMPOTENCY_KEY = 255
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's ``Idempotency-Key`` header (400 when empty or over 255 characters)."""
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    if not key.strip() or len(key) > MAX_IDEMPOTENCY_KEY:
+        raise HttpError(400, "invalid_idempotency_key",
+                        f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters, "
+                        f"not {len(key)}")
+    return key
+
+
 def _agent_input(message: str | list[str | ChatMessageBody]) -> str | list[Any]:
     """Texts stay texts; chat message bodies become ``ChatMessage``s (422 for a bad role)."""
     if isinstance(message, str):
@@ -289,16 +305,17 @@ def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
         conversation_id = _conversation_id(request)
         principal = request_principal(request)
         message = _agent_input(body.message)
+        key = idempotency_key(request)
         if request.query_params.get("stream", "").lower() in ("1", "true", "yes"):
             stream = await host.run(conversation_id, message=message, principal=principal,
-                                    stream=True)
+                                    idempotency_key=key, stream=True)
             return sse_response(_sse(stream))
-        response = await host.run(conversation_id, message, principal=principal)
-        return json_response({
-            "conversation_id": conversation_id,
-            "text": response.text,
-            "messages": jsonable(response.messages),
-        })
+        result = await host.run(conversation_id, message=message, principal=principal,
+                                idempotency_key=key)
+        reply = result.outputs[0]
+        return json_response({"conversation_id": conversation_id, "text": reply.text,
+                              "messages": jsonable(reply.messages),
+                              **({"replayed": True} if result.replayed else {})})
 
     async def history(request: Request) -> Response:
         conversation_id = _conversation_id(request)

@@ -10,16 +10,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from checkflow._aio import eager_future
 from checkflow.errors import SessionError
+from checkflow.hosting._follow import follow_turn
 from checkflow.hosting._keys import CONVERSATION_KEY, ConversationKey
-from checkflow.hosting._lease import LeaseManager, new_owner_id
+from checkflow.hosting._lease import LEASE_KEY, LeaseManager, lease_is_live, new_owner_id
 from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES, RecordStore
 from checkflow.hosting._runs import RunRegistry, empty
 from checkflow.sessions import AgentSession, InMemorySessionStore, SessionStore
 from checkflow.workflows import WorkflowEvent
+
+if TYPE_CHECKING:
+    from checkflow.checkpoints import Checkpoint
+    from checkflow.hosting._turns import TurnRecord
 
 __all__ = ["HostBase", "shielded"]
 
@@ -32,8 +37,9 @@ class HostBase:
     """Conversation bookkeeping shared by the hosts (see ``checkflow.hosting.Host``).
 
     ``lease_seconds`` bounds how long a host that died mid-run keeps a conversation from other
-    hosts; ``renew_seconds`` (default a third of it) is how often a running host renews its
-    lease, and so the longest a cancel requested by another process takes to be honoured.
+    hosts (a dead process on the same machine is seen at once); ``renew_seconds`` (default a
+    third of it) is how often a running host renews its lease; ``cancel_poll_seconds``
+    (1 s) how often it reads its session for a cancel another process asked for.
     """
 
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES
@@ -45,11 +51,12 @@ class HostBase:
         *,
         lease_seconds: float,
         renew_seconds: float | None,
+        cancel_poll_seconds: float = 1.0,
     ) -> None:
         self.session_store: SessionStore = session_store or InMemorySessionStore()
         self._leases = LeaseManager(
             self.session_store, owner=new_owner_id(), lease_seconds=lease_seconds,
-            renew_seconds=renew_seconds)
+            renew_seconds=renew_seconds, cancel_poll_seconds=cancel_poll_seconds)
         self._runs = RunRegistry()
         self._ready_at: float | None = None
         self._ready_error: Exception | None = None
@@ -95,6 +102,66 @@ class HostBase:
         """
         active = self._runs.get(ConversationKey(principal, conversation_id))
         return empty() if active is None else active.follow(after)
+
+    async def _running_turn_id(self, key: ConversationKey) -> str | None:
+        """The id of the turn a live lease runs on the conversation now, if any."""
+        session = await self.session_store.get(key.session_id)
+        lease = None if session is None else session.state.get(LEASE_KEY)
+        running = lease.get("turn") if isinstance(lease, dict) else None
+        if lease_is_live(lease) and isinstance(running, dict):
+            return str(running.get("id"))
+        return None
+
+    async def _locate(self, key: ConversationKey, turn_id: str | None,
+                      idempotency_key: str | None) -> tuple[TurnRecord | None,
+                                                            Checkpoint | None]:
+        """A turn's record and the stored checkpoint holding its snapshots, if any."""
+        raise NotImplementedError
+
+    async def find_turn(
+        self, conversation_id: str, *, turn_id: str | None = None,
+        idempotency_key: str | None = None, principal: str | None = None,
+    ) -> TurnRecord | None:
+        """One turn by id or idempotency key, wherever it is recorded; ``None`` if unknown.
+
+        ``state`` is ``"running"`` while a live lease runs it, ``"committed"`` once recorded
+        with the conversation, ``"failed"``/``"cancelled"`` as the session recorded it; a
+        turn whose owner died (its lease expired, or its process is gone) is ``"failed"`` at
+        once, before anyone takes the conversation over.
+        """
+        if turn_id is None and idempotency_key is None:
+            raise ValueError("give a turn_id or an idempotency_key")
+        record, _ = await self._locate(ConversationKey(principal, conversation_id), turn_id,
+                                       idempotency_key)
+        return record
+
+    def follow(
+        self, conversation_id: str, *, turn_id: str | None = None, after: int | None = None,
+        principal: str | None = None, poll_seconds: float = 0.25,
+    ) -> AsyncIterator[WorkflowEvent]:
+        """Follow a turn from any process, to its end (see ``checkflow.hosting._follow``).
+
+        In the process that runs it, its live events after ``after``; elsewhere, what it
+        committed as it lands (polled every ``poll_seconds``), then its outcome: what a
+        non-owner cannot see is the owner's per-executor events and token deltas.
+        ``turn_id=None`` follows the turn running now; with none running the stream is empty.
+        """
+        key = ConversationKey(principal, conversation_id)
+        active = self._runs.get(key)
+        if active is not None and turn_id in (None, active.run_id):
+            return active.follow(after)
+        return follow_turn(self, key, turn_id, after, poll_seconds)
+
+    async def stop_turns(self) -> None:
+        """Stop every turn running in this host object, each at its next safe point, and
+        return once all have stopped (their conversations keep their last good heads).
+
+        For a graceful shutdown: each turn's stream then ends with its cancelled outcome,
+        which every adapter renders as its protocol's terminal event.
+        """
+        runs = self._runs.active()
+        if runs:
+            await asyncio.gather(*(run.cancel() for run in runs), return_exceptions=True)
 
     async def check_ready(self) -> None:
         """Raise if the stores cannot be read and written (a cheap write probe, whose

@@ -38,6 +38,7 @@ from checkflow.errors import (
     StorageError,
     StorageFullError,
     StorageReadOnlyError,
+    TurnInProgressError,
 )
 from checkflow.hosting._bounds import BODY_KEY, is_json_media, nests_deeper
 from checkflow.hosting._views import error_body
@@ -166,6 +167,9 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
     """(status, code, details, headers) for an error a handler let through."""
     if isinstance(exc, HttpError):
         return exc.status, exc.code, exc.details, {}
+    if isinstance(exc, TurnInProgressError):
+        retry = str(max(1, math.ceil(exc.retry_after)))
+        return 409, "turn_in_progress", {"turn_id": exc.turn_id}, {"Retry-After": retry}
     if isinstance(exc, ConversationBusyError):
         retry = str(max(1, math.ceil(exc.retry_after)))
         return 409, "conversation_busy", {}, {"Retry-After": retry}

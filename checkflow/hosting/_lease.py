@@ -8,9 +8,12 @@ refuses the conversation too; it is cleared when the run ends. The checkpoint st
 conflict check stays the last line of defence.
 
 A host that does not own a running conversation asks its owner to stop by recording
-``state["cancel"]`` in the session; the owner sees it at its next lease renewal (the renewal
-interval, ``renew_seconds``, bounds how late a cross-process cancel takes effect) and stops
-the run. This module must never queue a request or wait for a conversation to become free.
+``state["cancel"]`` in the session; the owner reads its session every ``cancel_poll_seconds``
+while it runs (and at each renewal), so a cross-process cancel takes effect within about that
+long. The lease names the turn it runs (``state["lease"]["turn"]``); a host taking over an
+expired lease, or one whose owner died, records that turn's outcome as failed in the same
+write, so no turn is left running for ever. This module must never queue a request or wait
+for a conversation to become free.
 """
 
 from __future__ import annotations
@@ -30,23 +33,28 @@ from checkflow.errors import (
     ConversationBusyError,
     ConversationNotFoundError,
     SessionConflictError,
+    TurnInProgressError,
 )
 from checkflow.hosting._keys import ConversationKey
+from checkflow.hosting._turns import record_outcome
 from checkflow.sessions import AgentSession, SessionStore
 
 __all__ = [
     "BusySet",
     "ConversationLease",
     "LeaseManager",
+    "lease_is_live",
     "new_owner_id",
     "owner_is_gone",
     "process_identity",
+    "settle_dead_turn",
 ]
 
 _log = logging.getLogger("checkflow.hosting")
 
 LEASE_KEY = "lease"
 CANCEL_KEY = "cancel"
+DEAD_OWNER = "the process running this turn stopped before it ended (its lease was taken over)"
 SessionUpdate = Callable[[dict[str, Any]], None]
 
 
@@ -87,6 +95,22 @@ def owner_is_gone(lease: dict[str, Any]) -> bool:
     return process_identity(pid) != identity
 
 
+def settle_dead_turn(state: dict[str, Any]) -> None:
+    """Record the turn of a lease left behind by an owner that died as failed (a lease that
+    is being replaced, or that ``read`` found expired or ownerless)."""
+    previous = state.get(LEASE_KEY)
+    running = previous.get("turn") if isinstance(previous, dict) else None
+    if isinstance(running, dict) and isinstance(running.get("id"), str):
+        record_outcome(state, running, "failed", DEAD_OWNER)
+    state.pop(CANCEL_KEY, None)  # a cancel request dies with its run
+
+
+def lease_is_live(lease: Any) -> bool:
+    """Whether a lease record still holds its conversation (unexpired, owner not gone)."""
+    return (isinstance(lease, dict) and float(lease.get("expires_at", 0.0)) > time.time()
+            and not owner_is_gone(lease))
+
+
 class BusySet:
     """The conversations with a run (or a delete) in progress in this process."""
 
@@ -116,8 +140,10 @@ class ConversationLease:
     def __init__(
         self, manager: LeaseManager, key: ConversationKey, session: AgentSession,
         *, took_over: bool = False, created: bool = False,
+        turn: dict[str, Any] | None = None,
     ) -> None:
         self._manager = manager
+        self.turn = turn  # the turn this lease runs (id, key, protocol), renewed with it
         self.key = key
         self.session = session
         self.took_over = took_over  # an expired lease of another owner was replaced
@@ -129,6 +155,29 @@ class ConversationLease:
         self._stopped = False
         self._renewing: asyncio.Task[None] | None = None
         self._timer = self._loop.call_later(manager.renew_seconds, self._renewal_due)
+        self._polling: asyncio.Task[None] | None = None
+        self._poll = self._loop.call_later(manager.cancel_poll_seconds, self._poll_due)
+
+    def _poll_due(self) -> None:
+        if not self._stopped and self._renewing is None:
+            self._polling = self._loop.create_task(self._check_cancel())
+        elif not self._stopped:
+            self._poll = self._loop.call_later(self._manager.cancel_poll_seconds,
+                                               self._poll_due)
+
+    async def _check_cancel(self) -> None:
+        """Read the session (never write it): has another host asked this run to stop?"""
+        try:
+            fresh = await self._manager.store.get(self.session.session_id)
+        except Exception:  # a store hiccup: the renewal will look again
+            fresh = None
+        if fresh is not None and CANCEL_KEY in fresh.state and not self._stopped:
+            lease = fresh.state.get(LEASE_KEY)
+            if isinstance(lease, dict) and lease.get("owner") == self._manager.owner:
+                self._cancel_requested()
+        if not self._stopped:
+            self._poll = self._loop.call_later(self._manager.cancel_poll_seconds,
+                                               self._poll_due)
 
     def _renewal_due(self) -> None:
         if not self._stopped:
@@ -148,7 +197,7 @@ class ConversationLease:
     async def _renew_once(self) -> bool:
         """Extend the lease; honour a recorded cancel request. False when the lease is lost."""
         store = self._manager.store
-        self.session.state[LEASE_KEY] = self._manager.new_lease()
+        self.session.state[LEASE_KEY] = self._manager.new_lease(self.turn)
         try:
             await store.set(self.session, expected_version=self.session.version, durable=False)
             return True
@@ -162,7 +211,7 @@ class ConversationLease:
             return False
         if CANCEL_KEY in fresh.state:
             self._cancel_requested()
-        fresh.state[LEASE_KEY] = self._manager.new_lease()
+        fresh.state[LEASE_KEY] = self._manager.new_lease(self.turn)
         await store.set(fresh, expected_version=fresh.version, durable=False)
         self.session = fresh
         return True
@@ -187,6 +236,9 @@ class ConversationLease:
         try:
             self._stopped = True
             self._timer.cancel()
+            self._poll.cancel()
+            if self._polling is not None and not self._polling.done():
+                self._polling.cancel()  # a read: nothing to finish
             if self._renewing is not None:
                 await self._renewing  # lets a renewal write in flight finish; never cancelled
             if discard and self.created and await self._delete():
@@ -233,7 +285,8 @@ class LeaseManager:
     """Takes and ends conversation leases in one session store for one owner (one host)."""
 
     def __init__(self, store: SessionStore, *, owner: str, lease_seconds: float,
-                 renew_seconds: float | None = None) -> None:
+                 renew_seconds: float | None = None, cancel_poll_seconds: float = 1.0
+                 ) -> None:
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be positive, not {lease_seconds!r}")
         if renew_seconds is not None and not 0 < renew_seconds < lease_seconds:
@@ -245,6 +298,10 @@ class LeaseManager:
         self.owner = owner
         self.lease_seconds = lease_seconds
         self.renew_seconds = renew_seconds if renew_seconds is not None else lease_seconds / 3
+        if cancel_poll_seconds <= 0:
+            raise ValueError(
+                f"cancel_poll_seconds must be positive, not {cancel_poll_seconds!r}")
+        self.cancel_poll_seconds = cancel_poll_seconds
 
     async def request_cancel(self, key: ConversationKey) -> bool:
         """Record a cancel request for a run another owner holds; whether one was running."""
@@ -266,14 +323,18 @@ class LeaseManager:
             return True
         return False
 
-    def new_lease(self) -> dict[str, Any]:
+    def new_lease(self, turn: dict[str, Any] | None = None) -> dict[str, Any]:
         """This owner's lease record, expiring ``lease_seconds`` from now.
 
         It names the host, process id and process identity too, so a restarted server on the
-        same machine sees at once that the owner died and need not wait the lease out.
+        same machine sees at once that the owner died and need not wait the lease out, and
+        the turn it runs (``turn``: its id, key and protocol).
         """
-        return {"owner": self.owner, "expires_at": time.time() + self.lease_seconds,
-                "host": _HOST, "pid": os.getpid(), "process": _SELF}
+        lease = {"owner": self.owner, "expires_at": time.time() + self.lease_seconds,
+                 "host": _HOST, "pid": os.getpid(), "process": _SELF}
+        if turn is not None:
+            lease["turn"] = turn
+        return lease
 
     def foreign_lease_remaining(self, session: AgentSession) -> float:
         """Seconds left on a lease held by another, living owner (0 when none, expired, or
@@ -288,7 +349,8 @@ class LeaseManager:
             return 0.0
         return remaining
 
-    async def acquire(self, key: ConversationKey, *, create: bool = True) -> ConversationLease:
+    async def acquire(self, key: ConversationKey, *, create: bool = True,
+                      turn: dict[str, Any] | None = None) -> ConversationLease:
         """Claim ``key`` in this process, then record a lease in its session.
 
         The session is created if missing, by a create-only write, so of two hosts racing to
@@ -299,7 +361,8 @@ class LeaseManager:
 
         Raises ``ConversationBusyError`` at once when the conversation runs in this process,
         and (with the lease's remaining time as ``retry_after``) when another owner holds a
-        live lease or wins the write. The caller must ``release()`` the returned lease.
+        live lease or wins the write; ``TurnInProgressError`` when that lease runs a turn
+        with ``turn``'s idempotency key. The caller must ``release()`` the returned lease.
         """
         try:
             self.busy.claim(key)
@@ -308,7 +371,7 @@ class LeaseManager:
                          key.conversation_id)
             raise
         try:
-            return await self._lease(key, create)
+            return await self._lease(key, create, turn)
         except ConversationBusyError as exc:
             self.busy.release(key)
             _log.warning("conversation %r is busy on another host; request refused "
@@ -318,7 +381,8 @@ class LeaseManager:
             self.busy.release(key)
             raise
 
-    async def _lease(self, key: ConversationKey, create: bool) -> ConversationLease:
+    async def _lease(self, key: ConversationKey, create: bool,
+                     turn: dict[str, Any] | None) -> ConversationLease:
         session = await self.store.get(key.session_id)
         created = session is None
         if session is None:
@@ -326,17 +390,25 @@ class LeaseManager:
                 raise ConversationNotFoundError(key.conversation_id)
             session = AgentSession(key.session_id, {"conversation": key.describe()})
         remaining = self.foreign_lease_remaining(session)
-        if remaining > 0:
-            raise ConversationBusyError(key.conversation_id, retry_after=math.ceil(remaining))
         previous = session.state.get(LEASE_KEY)
+        if remaining > 0:
+            running = previous.get("turn") if isinstance(previous, dict) else None
+            wait = math.ceil(remaining)
+            if (turn is not None and turn.get("key") is not None
+                    and isinstance(running, dict) and running.get("key") == turn["key"]):
+                raise TurnInProgressError(key.conversation_id, str(running.get("id")),
+                                          idempotency_key=turn["key"], retry_after=wait)
+            raise ConversationBusyError(key.conversation_id, retry_after=wait)
         took_over = isinstance(previous, dict) and previous.get("owner") != self.owner
         if took_over and isinstance(previous, dict) and not owner_is_gone(previous):
             _log.warning("conversation session %r: lease of owner %s expired; taking over",
                          session.session_id, previous.get("owner"))
-        session.state[LEASE_KEY] = self.new_lease()
+        settle_dead_turn(session.state)
+        session.state[LEASE_KEY] = self.new_lease(turn)
         try:  # not synced to disk (a crash loses it with the run), unless it creates the session
             await self.store.set(session, expected_version=session.version, create=created,
                                  durable=False)
         except SessionConflictError:
             raise ConversationBusyError(key.conversation_id, retry_after=1.0) from None
-        return ConversationLease(self, key, session, took_over=took_over, created=created)
+        return ConversationLease(self, key, session, took_over=took_over, created=created,
+                                 turn=turn)

@@ -71,6 +71,10 @@ class ConversationView(msgspec.Struct):
     resume_token: TokenView | None
     error: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     storage_head_snapshot_id: str | msgspec.UnsetType = msgspec.UNSET
+    turn_id: str | msgspec.UnsetType = msgspec.UNSET
+    """On a replayed run: the turn it repeats (what that turn's snapshots record)."""
+    replayed: bool | msgspec.UnsetType = msgspec.UNSET
+    """True when the run was a retry (same ``Idempotency-Key``) of a committed turn."""
 
 
 class ConversationEntry(msgspec.Struct):

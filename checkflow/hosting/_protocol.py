@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from checkflow.hosting._records import RecordStore
     from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
     from checkflow.hosting._runs import HostedRun
+    from checkflow.hosting._turns import TurnOrigin, TurnRecord
     from checkflow.workflows import WorkflowEvent
 
 __all__ = ["Host", "HostDescription", "RunOptions"]
@@ -38,6 +39,8 @@ class RunOptions(TypedDict, total=False):
     principal: str | None
     from_snapshot: str | None
     resume_token: ResumeToken | None
+    idempotency_key: str | None
+    origin: TurnOrigin | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +91,46 @@ class Host(Protocol):
         principal: str | None = None,
         from_snapshot: str | None = None,
         resume_token: ResumeToken | None = None,
+        idempotency_key: str | None = None,
+        origin: TurnOrigin | None = None,
         stream: bool = False,
     ) -> HostedRunResult | HostedRun:
-        """One turn: a ``HostedRunResult``, or (``stream=True``) a ``HostedRun`` of events.
+        """One turn: a ``HostedRunResult``, or (``stream=True``) a ``HostedRun`` of events,
+        handed out once the engine accepted the input (a refusal is raised instead).
 
         ``message`` is converted to what the hosted target accepts (the start executor's
         input types, most specific first; an agent: text or chat messages); ``responses``
         answer pending requests by id. ``from_snapshot`` branches from an earlier snapshot;
         ``resume_token`` makes a retry safe (``StaleResumeTokenError`` once the head moved).
+        ``idempotency_key`` makes the turn happen once: a retry of a committed turn replays
+        its recorded outcome (``replayed``), of a running one raises
+        ``TurnInProgressError``. ``origin`` is recorded with the turn (``turns``).
         """
+        ...
+
+    async def turns(self, conversation_id: str, *, principal: str | None = None
+                    ) -> list[TurnRecord]:
+        """The turns on the conversation's lineage, oldest first: what views derive from."""
+        ...
+
+    async def find_turn(
+        self, conversation_id: str, *, turn_id: str | None = None,
+        idempotency_key: str | None = None, principal: str | None = None,
+    ) -> TurnRecord | None:
+        """One turn by id or key: running, committed, failed or cancelled; ``None`` if
+        unknown. A turn whose owner died is reported failed."""
+        ...
+
+    def follow(
+        self, conversation_id: str, *, turn_id: str | None = None, after: int | None = None,
+        principal: str | None = None, poll_seconds: float = 0.25,
+    ) -> AsyncIterator[WorkflowEvent]:
+        """Follow a turn to its end from any process (a non-owner sees committed snapshots
+        and the outcome, not per-executor events or token deltas)."""
+        ...
+
+    async def stop_turns(self) -> None:
+        """Stop every turn running in this host object (a graceful shutdown)."""
         ...
 
     async def get_conversation(

@@ -14,6 +14,7 @@ import msgspec
 
 if TYPE_CHECKING:
     from checkflow.checkpoints import Checkpoint
+    from checkflow.hosting._turns import TurnRecord
     from checkflow.workflows import PendingRequest, RunStatus, WorkflowRunResult
 
 __all__ = ["ConversationState", "HostedRunResult", "ResumeToken"]
@@ -35,7 +36,10 @@ class HostedRunResult:
     """One hosted run: this run's outputs, the conversation's status, pending requests and token.
 
     ``error`` is set (and ``status`` is ``FAILED``) when the workflow failed; ``result`` is the
-    engine's own result when there is one.
+    engine's own result when there is one. ``turn`` is the turn as recorded (its id, key,
+    origin and snapshots), so an adapter answers from the result without reloading anything;
+    ``replayed`` says the result is the recorded outcome of an earlier run of the same
+    idempotency key (nothing ran).
     """
 
     conversation_id: str
@@ -45,6 +49,8 @@ class HostedRunResult:
     resume_token: ResumeToken | None = None
     error: BaseException | None = None
     result: WorkflowRunResult | None = None
+    turn: TurnRecord | None = None
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,13 @@ class HostedRun:
     """
 
     run_id: str
+    turn_id: str
+    """The turn's id: what its snapshots record, and what ``Host.follow`` takes."""
+    replayed: bool = False
+    """True for a retry of a committed turn (same idempotency key): nothing ran."""
+
+    async def accept(self) -> None:
+        """Return once the engine accepted the turn's input (hosts hand turns out after it)."""
 
     def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
         raise NotImplementedError
@@ -54,9 +61,11 @@ class HostedRun:
 class ActiveRun:
     """One running turn: its log of events so far, whether it ended, and how to stop it."""
 
-    def __init__(self, key: ConversationKey, cancel: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, key: ConversationKey, cancel: Callable[[], Awaitable[None]],
+                 run_id: str | None = None, idempotency_key: str | None = None) -> None:
         self.key = key
-        self.run_id = random_hex()
+        self.run_id = run_id or random_hex()
+        self.idempotency_key = idempotency_key
         self.events: list[WorkflowEvent] = []
         self.done = False
         self._cancel = cancel
@@ -110,10 +119,15 @@ class RunRegistry:
     def __init__(self) -> None:
         self._runs: dict[ConversationKey, ActiveRun] = {}
 
-    def start(self, key: ConversationKey, cancel: Callable[[], Awaitable[None]]) -> ActiveRun:
+    def start(self, key: ConversationKey, cancel: Callable[[], Awaitable[None]],
+              run_id: str | None = None, idempotency_key: str | None = None) -> ActiveRun:
         """Register a run of ``key`` (the lease guarantees there is no other here)."""
-        run = self._runs[key] = ActiveRun(key, cancel)
+        run = self._runs[key] = ActiveRun(key, cancel, run_id, idempotency_key)
         return run
+
+    def active(self) -> list[ActiveRun]:
+        """Every run in flight here (a graceful shutdown stops them)."""
+        return list(self._runs.values())
 
     def end(self, run: ActiveRun) -> None:
         """The run ended: finish its log and forget it."""

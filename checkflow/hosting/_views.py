@@ -137,6 +137,10 @@ def run_view(result: HostedRunResult | ConversationState) -> dict[str, Any]:
     token = result.resume_token
     if storage_head is not None and token is not None and storage_head != token.snapshot_id:
         body["storage_head_snapshot_id"] = storage_head  # ahead after a failed turn
+    turn = getattr(result, "turn", None)
+    if getattr(result, "replayed", False) and turn is not None:  # the body's names stay fixed
+        body["turn_id"] = turn.turn_id  # otherwise: a retry says what it repeats
+        body["replayed"] = True
     return body
 
 

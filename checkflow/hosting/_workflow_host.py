@@ -17,6 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Unpack, overload
 
+import msgspec
+
+from checkflow._random import random_hex
 from checkflow.agents import (
     CHECKPOINT_KEY,
     ChatMessage,
@@ -31,19 +34,29 @@ from checkflow.errors import (
     ConversationNotFoundError,
     GraphSignatureMismatchError,
     InvalidMessageError,
+    RecordTooLargeError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
+    TurnInProgressError,
 )
 from checkflow.hosting._convert import MessageConverter
 from checkflow.hosting._host_base import HostBase, shielded
-from checkflow.hosting._hosted_stream import HostedRunStream
 from checkflow.hosting._keys import GENERATION_KEY, ConversationKey, running_conversation
-from checkflow.hosting._lease import ConversationLease
+from checkflow.hosting._lease import DEAD_OWNER, LEASE_KEY, ConversationLease, lease_is_live
 from checkflow.hosting._operate import recover_conversation
 from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._target import Resolver
+from checkflow.hosting._turn import HostedRunStream, ReplayedTurn, Turn
+from checkflow.hosting._turns import (
+    TurnOrigin,
+    TurnRecord,
+    lineage_turns,
+    record_outcome,
+    recorded_outcome,
+    turn_mark,
+)
 from checkflow.sessions import SessionStore
 from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import (
@@ -55,7 +68,7 @@ from checkflow.workflows import (
     pending_request_ids,
 )
 
-__all__ = ["HostedRunStream", "WorkflowHost"]
+__all__ = ["HostedRunStream", "Turn", "WorkflowHost"]
 
 SignatureMismatchPolicy = Literal["reject", "new_checkpoint"]
 _CHECKPOINT = CHECKPOINT_KEY
@@ -64,13 +77,20 @@ _log = logging.getLogger("checkflow.hosting")
 
 @dataclass(slots=True)
 class Prepared:
-    """A conversation claimed and ready to run: its lease, checkpoint and last good head."""
+    """A conversation claimed and ready to run: its lease, checkpoint and last good head,
+    and the turn that will run (its id, idempotency key and the mark its snapshots carry)."""
 
     key: ConversationKey
     lease: ConversationLease
     checkpoint: Checkpoint
     generation: int
     good_head: str | None
+    turn_id: str = ""
+    idempotency_key: str | None = None
+    mark: dict[str, Any] | None = None
+    origin: TurnOrigin | None = None
+    replay: bool = False  # the turn's idempotency key is on the lineage: nothing will run
+    start_head: str | None = None  # the storage's head before the turn
 
 
 class WorkflowHost(HostBase):
@@ -112,13 +132,15 @@ class WorkflowHost(HostBase):
         max_snapshots: int | None = 10_000,
         max_state_bytes: int | None = 16 * 1024 * 1024,
         max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+        cancel_poll_seconds: float = 1.0,
     ) -> None:
         if on_signature_mismatch not in ("reject", "new_checkpoint"):
             raise ValueError(
                 "on_signature_mismatch must be 'reject' or 'new_checkpoint', "
                 f"not {on_signature_mismatch!r}"
             )
-        super().__init__(session_store, lease_seconds=lease_seconds, renew_seconds=renew_seconds)
+        super().__init__(session_store, lease_seconds=lease_seconds, renew_seconds=renew_seconds,
+                         cancel_poll_seconds=cancel_poll_seconds)
         self.checkpoint_storage: CheckpointStorage = (
             checkpoint_storage or InMemoryCheckpointStorage()
         )
@@ -167,7 +189,7 @@ class WorkflowHost(HostBase):
     @overload
     async def run(
         self, conversation_id: str, *, stream: Literal[True], **options: Unpack[RunOptions]
-    ) -> HostedRunStream: ...
+    ) -> Turn | ReplayedTurn: ...
 
     async def run(
         self,
@@ -178,15 +200,26 @@ class WorkflowHost(HostBase):
         principal: str | None = None,
         from_snapshot: str | None = None,
         resume_token: ResumeToken | None = None,
+        idempotency_key: str | None = None,
+        origin: TurnOrigin | None = None,
         stream: bool = False,
-    ) -> HostedRunResult | HostedRunStream:
-        """Run the conversation once: a ``HostedRunResult``, or a ``HostedRunStream``.
+    ) -> HostedRunResult | Turn | ReplayedTurn:
+        """Run the conversation once: a ``HostedRunResult``, or (``stream``) its ``Turn``.
+
+        A streamed turn is returned once the engine has accepted the input (its
+        ``input_accepted`` snapshot is committed); a refusal is raised here instead. With an
+        ``idempotency_key`` already recorded on the conversation's lineage nothing runs: the
+        result (or a ``ReplayedTurn``) is the recorded outcome, ``replayed`` set; with one
+        whose turn is still running, ``TurnInProgressError`` names it (follow it with
+        ``follow``). ``origin`` (protocol and its small data) is committed with the turn's
+        first snapshot, for ``turns``.
 
         Raises ``ConversationBusyError`` at once if the conversation is running (here or on
         another host), ``StaleResumeTokenError`` if ``resume_token`` no longer names the head,
         ``SnapshotNotFoundError`` for an unknown ``from_snapshot``, ``InvalidMessageError``
         for a message no start handler accepts, ``GraphSignatureMismatchError`` when the
-        conversation's checkpoint belongs to another graph (policy ``"reject"``). A workflow
+        conversation's checkpoint belongs to another graph (policy ``"reject"``),
+        ``RecordTooLargeError`` when ``origin.data`` is over ``max_record_bytes``. A workflow
         that fails is not an exception here: the result has status ``FAILED`` and ``error``.
         A run cancelled (``cancel``) has status ``CANCELLED``.
         """
@@ -196,19 +229,39 @@ class WorkflowHost(HostBase):
         if message is not None:
             message = await self.convert_message(message)
         key = ConversationKey(principal, conversation_id)
+        origin = origin or _NATIVE
+        if idempotency_key is not None:
+            active = self._runs.get(key)
+            if active is not None and active.idempotency_key == idempotency_key:
+                raise TurnInProgressError(conversation_id, active.run_id,
+                                          idempotency_key=idempotency_key)
+        turn_id = random_hex()
+        mark, first = turn_mark(turn_id, idempotency_key, origin)
+        if origin.data:
+            self._check_origin(conversation_id, first)
         token = running_conversation.set(conversation_id)  # for this run's interceptors
         try:
-            lease = await self._leases.acquire(key)
+            lease = await self._leases.acquire(key, turn=mark)
         except BaseException:
             running_conversation.reset(token)
             raise
         try:
-            prepared = await self._prepare(workflow, key, lease, from_snapshot, resume_token)
+            prepared = await self._prepare(workflow, key, lease, from_snapshot, resume_token,
+                                           idempotency_key)
+            if prepared.replay:
+                replay = self._replayed(workflow, prepared, idempotency_key or "")
+                if replay is not None:
+                    await shielded(lease.release())  # nothing ran, nothing changes
+                    running_conversation.reset(token)
+                    return replay if stream else await replay.get_result()
             if prepared.checkpoint.head_snapshot_id is None and message is None:
                 raise InvalidMessageError(
                     f"conversation {conversation_id!r} has nothing to resume; send a message"
                 )
             self._check_limits(prepared.checkpoint, conversation_id, message is not None)
+            prepared.turn_id, prepared.idempotency_key = turn_id, idempotency_key
+            prepared.mark, prepared.origin = mark, origin
+            prepared.checkpoint.mark_turn(mark, first)
             inner = workflow.run(
                 message, checkpoint=prepared.checkpoint, stream=True,
                 responses=None if responses is None else dict(responses),
@@ -217,13 +270,38 @@ class WorkflowHost(HostBase):
             running_conversation.reset(token)
             await shielded(lease.release(discard=True))  # refused: nothing was committed
             raise
-        hosted = HostedRunStream(self, key, prepared, inner)
+        turn = Turn(self, key, prepared, inner)
         if stream:
-            return hosted  # the caller's context keeps the conversation while it streams
+            try:
+                await turn.accept()
+            except BaseException:
+                running_conversation.reset(token)
+                raise
+            return turn  # the caller's context keeps the conversation while it streams
         try:
-            return await hosted.get_result()  # it shields the run's end itself
+            return await turn.get_result()  # it shields the run's end itself
         finally:
             running_conversation.reset(token)
+
+    def _check_origin(self, conversation_id: str, first: dict[str, Any]) -> None:
+        limit = self.max_record_bytes
+        if limit is not None and (size := len(msgspec.json.encode(first))) > limit:
+            raise RecordTooLargeError("turn", conversation_id, size=size, limit=limit)
+
+    def _replayed(self, workflow: Workflow, prepared: Prepared, key: str
+                  ) -> ReplayedTurn | None:
+        """The recorded outcome of the turn of idempotency key ``key`` on the lineage."""
+        checkpoint, good = prepared.checkpoint, prepared.good_head
+        if good is None:
+            return None
+        record = next(t for t in lineage_turns(checkpoint, good, workflow)
+                      if t.idempotency_key == key)
+        result = HostedRunResult(
+            prepared.key.conversation_id, record.status, outputs=list(record.outputs),
+            pending_requests=dict(record.pending_requests),
+            resume_token=ResumeToken(checkpoint.checkpoint_id, good), turn=record,
+            replayed=True)
+        return ReplayedTurn(result, record)
 
     def _check_limits(self, checkpoint: Checkpoint, conversation_id: str, new_input: bool
                       ) -> None:
@@ -248,10 +326,15 @@ class WorkflowHost(HostBase):
         lease: ConversationLease,
         from_snapshot: str | None,
         resume_token: ResumeToken | None,
+        idempotency_key: str | None = None,
     ) -> Prepared:
         state = lease.session.state
         generation = int(state.get(GENERATION_KEY, 0))
         checkpoint, good_head = await self._load(key, state)
+        if (idempotency_key is not None and checkpoint is not None and good_head is not None
+                and _key_on_lineage(checkpoint, good_head, idempotency_key)):
+            # A retry of a committed turn: its recorded outcome stands, whatever the token.
+            return Prepared(key, lease, checkpoint, generation, good_head, replay=True)
         if resume_token is not None:
             current = (checkpoint.checkpoint_id, good_head) if checkpoint is not None else None
             if current != (resume_token.checkpoint_id, resume_token.snapshot_id):
@@ -284,7 +367,8 @@ class WorkflowHost(HostBase):
         elif from_snapshot is not None and from_snapshot != checkpoint.head_snapshot_id:
             checkpoint.restart_from(from_snapshot)
         checkpoint.max_state_bytes = self.max_state_bytes
-        return Prepared(key, lease, checkpoint, generation, good_head)
+        return Prepared(key, lease, checkpoint, generation, good_head,
+                        start_head=checkpoint.persisted_head_snapshot_id)
 
     async def _load(
         self, key: ConversationKey, state: Mapping[str, Any]
@@ -326,19 +410,24 @@ class WorkflowHost(HostBase):
         result: WorkflowRunResult | None,
         error: BaseException | None,
     ) -> HostedRunResult:
-        """Store the session (new good head, or the old one after a failure) and end the lease."""
+        """Store the session (new good head, or the old one and the turn's outcome after a
+        failure) and end the lease: the turn's one session write."""
         checkpoint, key = prepared.checkpoint, prepared.key
         good_head = checkpoint.head_snapshot_id if error is None else prepared.good_head
         generation = prepared.generation
+        checkpoint.mark_turn(None)
         if good_head is None and checkpoint.head_snapshot_id is not None:
             # A failed first run: the conversation stays fresh; its attempt is discarded.
             generation += 1
             with contextlib.suppress(CheckflowError):
                 await self.checkpoint_storage.delete(checkpoint.checkpoint_id)
+        failure = None if error is None else f"{type(error).__name__}: {error}"
 
         def update(state: dict[str, Any]) -> None:
             state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)), generation)
             store_session_checkpoint(state, checkpoint, good_head)
+            if failure is not None and prepared.mark is not None:
+                record_outcome(state, _with_data(prepared), "failed", failure)
 
         await prepared.lease.release(update)
         if error is not None:
@@ -346,37 +435,122 @@ class WorkflowHost(HostBase):
         token = None if good_head is None else ResumeToken(checkpoint.checkpoint_id, good_head)
         if result is None:
             return HostedRunResult(key.conversation_id, RunStatus.FAILED, resume_token=token,
-                                   error=error)
+                                   error=error, turn=self._failed_record(prepared, failure))
+        status = RunStatus.FAILED if error is not None else result.status
+        outputs = result.get_outputs()
+        pending = dict(result.pending_requests)
+        record = self._failed_record(prepared, failure) if error is not None else (
+            self._committed_record(prepared, status, outputs, pending))
         return HostedRunResult(
-            key.conversation_id,
-            RunStatus.FAILED if error is not None else result.status,
-            outputs=result.get_outputs(),
-            pending_requests=dict(result.pending_requests),
-            resume_token=token,
-            error=error,
-            result=result,
-        )
+            key.conversation_id, status, outputs=outputs, pending_requests=pending,
+            resume_token=token, error=error, result=result, turn=record)
 
-    async def _abandon(self, prepared: Prepared) -> HostedRunResult:
+    def _committed_record(self, prepared: Prepared, status: RunStatus, outputs: list[Any],
+                          pending: dict[str, Any]) -> TurnRecord:
+        """This turn as ``turns`` will show it, from what the run already has."""
+        checkpoint, origin = prepared.checkpoint, prepared.origin or _NATIVE
+        last = checkpoint.head_snapshot_id
+        first = last
+        snapshot = None if last is None else checkpoint.get_snapshot(last)
+        while snapshot is not None:
+            mark = snapshot.metadata.get("turn")
+            if not isinstance(mark, dict) or mark.get("id") != prepared.turn_id:
+                break
+            first = snapshot.snapshot_id
+            parent = snapshot.parent_snapshot_id
+            snapshot = None if parent is None else checkpoint.get_snapshot(parent)
+        return TurnRecord(prepared.turn_id, prepared.idempotency_key, origin.protocol,
+                          dict(origin.data), "committed", status, first, last, outputs, pending)
+
+    def _failed_record(self, prepared: Prepared, failure: str | None,
+                       state: Literal["failed", "cancelled"] = "failed") -> TurnRecord:
+        origin = prepared.origin or _NATIVE
+        return TurnRecord(prepared.turn_id, prepared.idempotency_key, origin.protocol,
+                          dict(origin.data), state,
+                          RunStatus.CANCELLED if state == "cancelled" else RunStatus.FAILED,
+                          error=failure)
+
+    async def _abandon(self, prepared: Prepared, error: BaseException | None = None
+                       ) -> HostedRunResult:
         """End the lease after a run that did not finish (cancelled, conflict, storage error).
 
-        The conversation keeps its good head; an unfinished first run moves the generation
-        on, so the next attempt never collides with whatever that run left in the storage.
-        What it committed stays readable (its snapshots were announced to a client that may
-        have gone away): an unfinished first turn's checkpoint is an orphan, listed by
-        ``conversations ls --orphans`` and removed by ``checkpoints prune --orphans``.
+        The conversation keeps its good head and the session records the turn's outcome; an
+        unfinished first run moves the generation on, so the next attempt never collides
+        with whatever that run left in the storage. What it committed stays readable (its
+        snapshots were announced to a client that may have gone away): an unfinished first
+        turn's checkpoint is an orphan, listed by ``conversations ls --orphans`` and removed
+        by ``checkpoints prune --orphans``.
         """
         bump = 1 if prepared.good_head is None else 0
+        prepared.checkpoint.mark_turn(None)
+        why = None if error is None else f"{type(error).__name__}: {error}"
+        outcome: Literal["failed", "cancelled"] = "cancelled" if error is None else "failed"
 
         def update(state: dict[str, Any]) -> None:
             state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)),
                                         prepared.generation + bump)
+            if prepared.mark is not None:
+                record_outcome(state, _with_data(prepared), outcome, why)
 
         await prepared.lease.release(update)
         good = prepared.good_head
         token = None if good is None else ResumeToken(prepared.checkpoint.checkpoint_id, good)
         return HostedRunResult(prepared.key.conversation_id, RunStatus.CANCELLED,
-                               resume_token=token)
+                               resume_token=token,
+                               turn=self._failed_record(prepared, why, outcome))
+
+    async def _refused(self, prepared: Prepared, error: BaseException) -> None:
+        """The engine refused the turn's input (or it stopped) before accepting it."""
+        checkpoint = prepared.checkpoint
+        if checkpoint.persisted_head_snapshot_id == prepared.start_head:
+            checkpoint.mark_turn(None)
+            await prepared.lease.release(discard=True)  # nothing was committed
+        else:
+            await self._abandon(prepared, error)
+
+    # -- turns -------------------------------------------------------------------------------
+
+    async def turns(self, conversation_id: str, *, principal: str | None = None
+                    ) -> list[TurnRecord]:
+        """The turns on the conversation's lineage, oldest first (what every protocol's view
+        of the conversation is rendered from). ``ConversationNotFoundError`` if none."""
+        checkpoint, token = await self.get_checkpoint(conversation_id, principal=principal)
+        return lineage_turns(checkpoint, token.snapshot_id, await self.workflow())
+
+    async def _locate(self, key: ConversationKey, turn_id: str | None,
+                      idempotency_key: str | None) -> tuple[TurnRecord | None,
+                                                            Checkpoint | None]:
+        """The turn's record and the checkpoint as stored (snapshots past the good head
+        included: a running turn's), for ``find_turn`` and followers."""
+        session = await self.session_store.get(key.session_id)
+        if session is None:
+            return None, None
+        state = session.state
+
+        def matches(mark: Any) -> bool:
+            return isinstance(mark, dict) and bool(mark) and (
+                (turn_id is not None and mark.get("id") == turn_id)
+                or (idempotency_key is not None and mark.get("key") == idempotency_key))
+
+        lease = state.get(LEASE_KEY)
+        found = lease.get("turn") if isinstance(lease, dict) else None
+        running: dict[str, Any] = found if isinstance(found, dict) else {}
+        checkpoint, good = await self._load(key, state)
+        if matches(running) and lease_is_live(lease):
+            if checkpoint is None:  # a first turn: the session references nothing yet
+                with contextlib.suppress(CheckpointNotFoundError):
+                    checkpoint = await self.checkpoint_storage.load(
+                        key.checkpoint_id(int(state.get(GENERATION_KEY, 0))))
+            return _running_record(running, checkpoint), checkpoint
+        if checkpoint is not None and good is not None:
+            for record in reversed(lineage_turns(checkpoint, good, await self.workflow())):
+                if matches({"id": record.turn_id, "key": record.idempotency_key}):
+                    return record, checkpoint
+        if matches(running):  # a dead owner's turn, not yet settled by a takeover
+            return TurnRecord(str(running.get("id")), running.get("key"),
+                              str(running.get("protocol", "native")), {}, "failed",
+                              RunStatus.FAILED, error=DEAD_OWNER), checkpoint
+        return recorded_outcome(state, turn_id=turn_id, key=idempotency_key), checkpoint
 
     # -- reading and deleting ----------------------------------------------------------------
 
@@ -455,6 +629,47 @@ class WorkflowHost(HostBase):
     async def _probe_more(self) -> None:
         with contextlib.suppress(CheckpointNotFoundError):
             await self.checkpoint_storage.load("checkflow-readiness-probe")
+
+
+_NATIVE = TurnOrigin()
+
+
+def _with_data(prepared: Prepared) -> dict[str, Any]:
+    """The turn's mark with its origin's data: what the session records of a turn off the
+    lineage, so its protocol can still render it."""
+    mark, origin = dict(prepared.mark or {}), prepared.origin
+    if origin is not None and origin.data:
+        mark["data"] = dict(origin.data)
+    return mark
+
+
+def _running_record(mark: Mapping[str, Any], checkpoint: Checkpoint | None) -> TurnRecord:
+    """A running turn: its origin's data from its first snapshot, once committed."""
+    data: dict[str, Any] = {}
+    first = last = None
+    for snapshot in () if checkpoint is None else checkpoint.snapshots:
+        turn = snapshot.metadata.get("turn")
+        if isinstance(turn, dict) and turn.get("id") == mark.get("id"):
+            if first is None:
+                first, data = snapshot.snapshot_id, dict(turn.get("data") or {})
+            last = snapshot.snapshot_id
+    return TurnRecord(str(mark.get("id")), mark.get("key"),
+                      str(mark.get("protocol", "native")), data, "running", RunStatus.RUNNING,
+                      first, last)
+
+
+def _key_on_lineage(checkpoint: Checkpoint, head: str, key: str) -> bool:
+    """Whether a snapshot on ``head``'s lineage records a turn of idempotency key ``key``
+    (metadata only: nothing is decoded)."""
+    snapshot = checkpoint.get_snapshot(head)
+    while True:
+        mark = snapshot.metadata.get("turn")
+        if isinstance(mark, dict) and mark.get("key") == key:
+            return True
+        parent = snapshot.parent_snapshot_id
+        if parent is None:
+            return False
+        snapshot = checkpoint.get_snapshot(parent)
 
 
 def _log_failure(prepared: Prepared, error: BaseException) -> None:

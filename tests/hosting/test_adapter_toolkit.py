@@ -187,6 +187,7 @@ async def test_a_hosts_interceptors_apply_to_every_run_it_makes() -> None:
 
     host = WorkflowHost(build(), interceptors=[Watch()])
     await host.run("a", message="x")
-    await (await host.run("b", message="y", stream=True)).aclose()  # never started: no run
+    # A streamed turn is handed out once the engine accepted its input: it has started.
+    await (await host.run("b", message="y", stream=True)).aclose()
     await (await host.run("c", message="z", stream=True)).get_result()
-    assert [i.workflow_name for i in seen] == ["shouter", "shouter"]
+    assert [i.workflow_name for i in seen] == ["shouter", "shouter", "shouter"]
