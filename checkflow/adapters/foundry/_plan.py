@@ -24,7 +24,7 @@ from checkflow.adapters.foundry._origin import (
     idempotency_key,
     keyed_conversation,
 )
-from checkflow.adapters.foundry._wire import CallReply, CreateRequest, InputMessage
+from checkflow.adapters.foundry._wire import BRANCH_KEY, CallReply, CreateRequest, InputMessage
 from checkflow.agents import ChatMessage
 from checkflow.hosting import HostDescription, ResumeToken, TurnRecord
 
@@ -129,7 +129,11 @@ async def plan_response(
         conversation_id, previous = await _previous(find_previous, request.previous_response_id)
         pending = list(previous.pending_requests) if previous.state == "committed" else []
         _not_pending(request.replies, pending, f"response {request.previous_response_id}")
-        if request.branch and description.checkpoints:
+        if request.branch and not description.checkpoints:
+            raise ResponsesError(400, f"an agent keeps no snapshots: there is nothing to branch "
+                                 f"from (drop metadata[{BRANCH_KEY!r}])",
+                                 param=f"metadata.{BRANCH_KEY}", code="invalid_value")
+        if request.branch:
             from_snapshot = previous.last_snapshot_id
         elif not request.replies and previous.state == "committed" \
                 and previous.last_snapshot_id is not None:

@@ -119,6 +119,10 @@ def test_an_agent_streams_its_reply_and_continues_its_conversation() -> None:
         second = _create(client, previous_response_id=first["id"], input="more")
         assert _text(second) == "again"
         assert second["conversation"] == first["conversation"]
+        with pytest.raises(openai.BadRequestError) as caught:  # no snapshots to branch from
+            client.responses.create(previous_response_id=first["id"], input="x",
+                                    metadata={"checkflow.branch": "true"})
+        assert caught.value.response.json()["error"]["param"] == "metadata.checkflow.branch"
 
 
 def test_a_chat_workflow_gets_instructions_as_a_system_message_and_json_outputs() -> None:
