@@ -185,16 +185,15 @@ OPENING_TODAY = {
     "a2a": _today("an opening A2A turn reads task records and indexes 11 times besides the "
                   "lease's and writes the task record and the indexes 7 times after the "
                   "commit"),
-    "responses": _today("an opening Responses turn writes the response record after the "
-                        "commit"),
 }
 ANSWERING_TODAY = {
     "agui": _today("an answering AG-UI turn loads the checkpoint 3 times, reads sessions 3 "
                    "times besides the lease's and writes the thread record after the commit"),
     "a2a": _today("an answering A2A turn reads the task record 3 times besides the lease's "
                   "and writes it 4 times after the commit"),
-    "responses": _today("an answering Responses turn writes the response record after the "
-                        "commit"),
+    "responses": _today("an answering Responses turn reads the response's tombstone record "
+                        "and finds the previous turn (a session read and a checkpoint load) "
+                        "before its lease: 2 loads, 2 reads besides the lease's"),
 }
 
 
