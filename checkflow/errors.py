@@ -38,6 +38,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     └── HostingError                        the hosting layer
         ├── ConversationBusyError           the conversation is running elsewhere (HTTP 409)
         │   └── TurnInProgressError         a retry (same idempotency key) of a running turn
+        ├── RequestNotPendingError          an answer to a request already answered (HTTP 409)
         ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
         ├── InvalidMessageError             a message fits no input type of the start (HTTP 422)
         ├── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
@@ -81,6 +82,7 @@ __all__ = [
     "MigrationError",
     "NoCheckpointsError",
     "RecordTooLargeError",
+    "RequestNotPendingError",
     "SessionConflictError",
     "SessionError",
     "SnapshotNotFoundError",
@@ -525,6 +527,19 @@ class TurnInProgressError(ConversationBusyError):
                      f"of idempotency key {idempotency_key!r}; follow it or retry later",)
         self.turn_id = turn_id
         self.idempotency_key = idempotency_key
+
+
+class RequestNotPendingError(HostingError):
+    """An answer to a request that an earlier turn already answered (HTTP 409
+    ``already_answered``): never taken as a silent fork; to branch from the pause, say so
+    (``from_snapshot``). ``request_ids`` are the answered ones."""
+
+    def __init__(self, conversation_id: str, request_ids: list[str]) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r}: request(s) {', '.join(map(repr, request_ids))} "
+            "were already answered; branch from the paused snapshot to answer again")
+        self.conversation_id = conversation_id
+        self.request_ids = list(request_ids)
 
 
 class ConversationNotFoundError(HostingError, LookupError):

@@ -37,7 +37,7 @@ from checkflow.errors import (
 )
 from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._keys import AGENT_SESSION_KEY, ConversationKey
-from checkflow.hosting._lease import DEAD_OWNER, LEASE_KEY, ConversationLease, lease_is_live
+from checkflow.hosting._lease import LEASE_KEY, ConversationLease, lease_is_live
 from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
@@ -47,6 +47,7 @@ from checkflow.hosting._turn import ReplayedTurn
 from checkflow.hosting._turns import (
     TurnOrigin,
     TurnRecord,
+    locate_turn,
     recorded_outcome,
     turn_mark,
 )
@@ -160,7 +161,7 @@ class AgentHost(HostBase):
         mark, _ = turn_mark(random_hex(), idempotency_key, origin or TurnOrigin())
         if origin is not None and origin.data:
             mark["data"] = dict(origin.data)
-        lease = await self._leases.acquire(key, turn=_identity(mark))
+        lease = await self._leases.acquire(key, turn=mark)
         try:
             if idempotency_key is not None and not legacy:
                 recorded = _recorded(lease.session.state, idempotency_key=idempotency_key)
@@ -206,13 +207,8 @@ class AgentHost(HostBase):
         running = lease.get("turn") if isinstance(lease, dict) else None
         if isinstance(running, dict) and (running.get("id") == turn_id or (
                 idempotency_key is not None and running.get("key") == idempotency_key)):
-            if lease_is_live(lease):
-                return TurnRecord(str(running["id"]), running.get("key"),
-                                  str(running.get("protocol", "native")), {}, "running",
-                                  RunStatus.RUNNING), None
-            return TurnRecord(str(running["id"]), running.get("key"),
-                              str(running.get("protocol", "native")), {}, "failed",
-                              RunStatus.FAILED, error=DEAD_OWNER), None
+            return locate_turn(state, None, None, None, turn_id=turn_id, key=idempotency_key,
+                               lease=lease, lease_live=lease_is_live(lease)), None
         found = _recorded(state, turn_id=turn_id, idempotency_key=idempotency_key)
         if found is None:
             found = recorded_outcome(state, turn_id=turn_id, key=idempotency_key)
@@ -402,11 +398,6 @@ def _store(session: AgentSession, mark: dict[str, Any] | None = None,
             turns = [*_marks(state), {**mark, "reply": reply}]
             state[_TURNS_KEY] = turns[-MAX_TURNS:]
     return update
-
-
-def _identity(mark: dict[str, Any]) -> dict[str, Any]:
-    """The mark without its data: what the lease names."""
-    return {name: value for name, value in mark.items() if name != "data"}
 
 
 def _marks(state: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from checkflow.workflows import WorkflowEvent
 if TYPE_CHECKING:
     from checkflow.checkpoints import Checkpoint
     from checkflow.hosting._turns import TurnRecord
+    from checkflow.workflows import Workflow
 
 __all__ = ["HostBase", "shielded"]
 
@@ -117,6 +118,10 @@ class HostBase:
                                                             Checkpoint | None]:
         """A turn's record and the stored checkpoint holding its snapshots, if any."""
         raise NotImplementedError
+
+    async def _inspector(self) -> Workflow | None:
+        """The workflow whose types decode this host's snapshots (``None``: no snapshots)."""
+        return None
 
     async def find_turn(
         self, conversation_id: str, *, turn_id: str | None = None,

@@ -32,6 +32,7 @@ from checkflow.errors import (
     InvalidMessageError,
     InvalidResponseError,
     RecordTooLargeError,
+    RequestNotPendingError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
     StateTooLargeError,
@@ -167,6 +168,8 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
     """(status, code, details, headers) for an error a handler let through."""
     if isinstance(exc, HttpError):
         return exc.status, exc.code, exc.details, {}
+    if isinstance(exc, RequestNotPendingError):
+        return 409, "already_answered", {"request_ids": exc.request_ids}, {}
     if isinstance(exc, TurnInProgressError):
         retry = str(max(1, math.ceil(exc.retry_after)))
         return 409, "turn_in_progress", {"turn_id": exc.turn_id}, {"Retry-After": retry}

@@ -36,7 +36,7 @@ from checkflow.errors import (
     TurnInProgressError,
 )
 from checkflow.hosting._keys import ConversationKey
-from checkflow.hosting._turns import record_outcome
+from checkflow.hosting._turns import DEAD_OWNER, record_outcome
 from checkflow.sessions import AgentSession, SessionStore
 
 __all__ = [
@@ -54,7 +54,6 @@ _log = logging.getLogger("checkflow.hosting")
 
 LEASE_KEY = "lease"
 CANCEL_KEY = "cancel"
-DEAD_OWNER = "the process running this turn stopped before it ended (its lease was taken over)"
 SessionUpdate = Callable[[dict[str, Any]], None]
 
 

@@ -18,6 +18,7 @@ from checkflow._random import random_hex
 from checkflow.hosting._keys import ConversationKey
 
 if TYPE_CHECKING:
+    from checkflow.checkpoints import Checkpoint
     from checkflow.hosting._results import HostedRunResult
     from checkflow.workflows import WorkflowEvent
 
@@ -66,6 +67,8 @@ class ActiveRun:
         self.key = key
         self.run_id = run_id or random_hex()
         self.idempotency_key = idempotency_key
+        self.mark: dict[str, Any] | None = None  # the turn's mark (with its origin's data)
+        self.checkpoint: Checkpoint | None = None  # the checkpoint it runs on, if any
         self.events: list[WorkflowEvent] = []
         self.done = False
         self._cancel = cancel
@@ -85,6 +88,7 @@ class ActiveRun:
         """
         self.done = True
         self._cancel = _ended
+        self.checkpoint = None
         self._wake()
 
     def _wake(self) -> None:

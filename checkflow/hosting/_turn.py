@@ -27,9 +27,10 @@ from checkflow.errors import (
     WorkflowConvergenceError,
     WorkflowRunError,
 )
+from checkflow.hosting._follow import outcome_events, replay
 from checkflow.hosting._host_base import shielded
 from checkflow.hosting._runs import ActiveRun, HostedRun
-from checkflow.hosting._turns import TurnRecord, outcome_events
+from checkflow.hosting._turns import TurnRecord
 from checkflow.workflows import SnapshotCommittedEvent
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class Turn(HostedRun):
         self._finishing = False
         self._active: ActiveRun = host._runs.start(key, self.aclose, prepared.turn_id,
                                                    prepared.idempotency_key)
+        self._active.mark, self._active.checkpoint = prepared.lease.turn, prepared.checkpoint
         self.turn_id = self.run_id = prepared.turn_id
         self.idempotency_key = prepared.idempotency_key
         prepared.lease.on_cancel = self.aclose
@@ -227,18 +229,13 @@ class ReplayedTurn(HostedRun):
         """Nothing to accept: the turn was accepted when it first ran."""
 
     def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
-        return _replay(outcome_events(self.record))
+        return replay(outcome_events(self.record))
 
     async def get_result(self) -> HostedRunResult:
         return self._result
 
     async def aclose(self) -> None:
         """Nothing runs."""
-
-
-async def _replay(events: list[WorkflowEvent]) -> AsyncIterator[WorkflowEvent]:
-    for event in events:
-        yield event
 
 
 def is_conflict(exc: BaseException) -> bool:

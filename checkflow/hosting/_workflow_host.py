@@ -23,7 +23,6 @@ from checkflow._random import random_hex
 from checkflow.agents import (
     CHECKPOINT_KEY,
     ChatMessage,
-    load_session_checkpoint,
     store_session_checkpoint,
 )
 from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
@@ -35,28 +34,30 @@ from checkflow.errors import (
     GraphSignatureMismatchError,
     InvalidMessageError,
     RecordTooLargeError,
+    RequestNotPendingError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
     TurnInProgressError,
 )
 from checkflow.hosting._convert import MessageConverter
-from checkflow.hosting._host_base import HostBase, shielded
+from checkflow.hosting._host_base import shielded
 from checkflow.hosting._keys import GENERATION_KEY, ConversationKey, running_conversation
-from checkflow.hosting._lease import DEAD_OWNER, LEASE_KEY, ConversationLease, lease_is_live
+from checkflow.hosting._lease import ConversationLease
 from checkflow.hosting._operate import recover_conversation
 from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES
-from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
+from checkflow.hosting._results import HostedRunResult, ResumeToken
 from checkflow.hosting._target import Resolver
 from checkflow.hosting._turn import HostedRunStream, ReplayedTurn, Turn
 from checkflow.hosting._turns import (
     TurnOrigin,
     TurnRecord,
+    key_on_lineage,
     lineage_turns,
     record_outcome,
-    recorded_outcome,
     turn_mark,
 )
+from checkflow.hosting._workflow_reads import WorkflowReader
 from checkflow.sessions import SessionStore
 from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import (
@@ -64,7 +65,6 @@ from checkflow.workflows import (
     RunStatus,
     Workflow,
     WorkflowRunResult,
-    inspect_snapshot,
     pending_request_ids,
 )
 
@@ -93,7 +93,7 @@ class Prepared:
     start_head: str | None = None  # the storage's head before the turn
 
 
-class WorkflowHost(HostBase):
+class WorkflowHost(WorkflowReader):
     """Runs one workflow for many conversations; each conversation's session holds its checkpoint.
 
     ``target`` is a ``Workflow``, a ``WorkflowBuilder`` or a zero-argument factory (sync or
@@ -241,7 +241,7 @@ class WorkflowHost(HostBase):
             self._check_origin(conversation_id, first)
         token = running_conversation.set(conversation_id)  # for this run's interceptors
         try:
-            lease = await self._leases.acquire(key, turn=mark)
+            lease = await self._leases.acquire(key, turn=first)
         except BaseException:
             running_conversation.reset(token)
             raise
@@ -259,6 +259,8 @@ class WorkflowHost(HostBase):
                     f"conversation {conversation_id!r} has nothing to resume; send a message"
                 )
             self._check_limits(prepared.checkpoint, conversation_id, message is not None)
+            if responses:
+                _check_answers(prepared.checkpoint, conversation_id, responses)
             prepared.turn_id, prepared.idempotency_key = turn_id, idempotency_key
             prepared.mark, prepared.origin = mark, origin
             prepared.checkpoint.mark_turn(mark, first)
@@ -294,7 +296,7 @@ class WorkflowHost(HostBase):
         checkpoint, good = prepared.checkpoint, prepared.good_head
         if good is None:
             return None
-        record = next(t for t in lineage_turns(checkpoint, good, workflow)
+        record = next(t for t in reversed(lineage_turns(checkpoint, good, workflow))
                       if t.idempotency_key == key)
         result = HostedRunResult(
             prepared.key.conversation_id, record.status, outputs=list(record.outputs),
@@ -332,7 +334,7 @@ class WorkflowHost(HostBase):
         generation = int(state.get(GENERATION_KEY, 0))
         checkpoint, good_head = await self._load(key, state)
         if (idempotency_key is not None and checkpoint is not None and good_head is not None
-                and _key_on_lineage(checkpoint, good_head, idempotency_key)):
+                and key_on_lineage(checkpoint, good_head, idempotency_key)):
             # A retry of a committed turn: its recorded outcome stands, whatever the token.
             return Prepared(key, lease, checkpoint, generation, good_head, replay=True)
         if resume_token is not None:
@@ -369,14 +371,6 @@ class WorkflowHost(HostBase):
         checkpoint.max_state_bytes = self.max_state_bytes
         return Prepared(key, lease, checkpoint, generation, good_head,
                         start_head=checkpoint.persisted_head_snapshot_id)
-
-    async def _load(
-        self, key: ConversationKey, state: Mapping[str, Any]
-    ) -> tuple[Checkpoint | None, str | None]:
-        """The referenced checkpoint at the last good head; ``(None, None)`` if it is gone."""
-        held = await load_session_checkpoint(
-            state, self.checkpoint_storage, owner=f"conversation {key.conversation_id!r}")
-        return (None, None) if held is None else (held.checkpoint, held.good_head)
 
     async def _fresh_checkpoint(
         self, workflow: Workflow, key: ConversationKey, generation: int, *, after_crash: bool
@@ -508,83 +502,7 @@ class WorkflowHost(HostBase):
         else:
             await self._abandon(prepared, error)
 
-    # -- turns -------------------------------------------------------------------------------
-
-    async def turns(self, conversation_id: str, *, principal: str | None = None
-                    ) -> list[TurnRecord]:
-        """The turns on the conversation's lineage, oldest first (what every protocol's view
-        of the conversation is rendered from). ``ConversationNotFoundError`` if none."""
-        checkpoint, token = await self.get_checkpoint(conversation_id, principal=principal)
-        return lineage_turns(checkpoint, token.snapshot_id, await self.workflow())
-
-    async def _locate(self, key: ConversationKey, turn_id: str | None,
-                      idempotency_key: str | None) -> tuple[TurnRecord | None,
-                                                            Checkpoint | None]:
-        """The turn's record and the checkpoint as stored (snapshots past the good head
-        included: a running turn's), for ``find_turn`` and followers."""
-        session = await self.session_store.get(key.session_id)
-        if session is None:
-            return None, None
-        state = session.state
-
-        def matches(mark: Any) -> bool:
-            return isinstance(mark, dict) and bool(mark) and (
-                (turn_id is not None and mark.get("id") == turn_id)
-                or (idempotency_key is not None and mark.get("key") == idempotency_key))
-
-        lease = state.get(LEASE_KEY)
-        found = lease.get("turn") if isinstance(lease, dict) else None
-        running: dict[str, Any] = found if isinstance(found, dict) else {}
-        checkpoint, good = await self._load(key, state)
-        if matches(running) and lease_is_live(lease):
-            if checkpoint is None:  # a first turn: the session references nothing yet
-                with contextlib.suppress(CheckpointNotFoundError):
-                    checkpoint = await self.checkpoint_storage.load(
-                        key.checkpoint_id(int(state.get(GENERATION_KEY, 0))))
-            return _running_record(running, checkpoint), checkpoint
-        if checkpoint is not None and good is not None:
-            for record in reversed(lineage_turns(checkpoint, good, await self.workflow())):
-                if matches({"id": record.turn_id, "key": record.idempotency_key}):
-                    return record, checkpoint
-        if matches(running):  # a dead owner's turn, not yet settled by a takeover
-            return TurnRecord(str(running.get("id")), running.get("key"),
-                              str(running.get("protocol", "native")), {}, "failed",
-                              RunStatus.FAILED, error=DEAD_OWNER), checkpoint
-        return recorded_outcome(state, turn_id=turn_id, key=idempotency_key), checkpoint
-
-    # -- reading and deleting ----------------------------------------------------------------
-
-    async def get_conversation(
-        self, conversation_id: str, *, principal: str | None = None
-    ) -> ConversationState:
-        """The conversation at its head: status, all outputs so far, pending requests, token.
-
-        Raises ``ConversationNotFoundError`` for a conversation this principal does not have.
-        """
-        checkpoint, token = await self.get_checkpoint(conversation_id, principal=principal)
-        workflow = await self.workflow()
-        view = inspect_snapshot(checkpoint.get_snapshot(token.snapshot_id), workflow=workflow)
-        return ConversationState(
-            conversation_id, view.status, view.outputs, dict(view.pending_requests), token,
-            checkpoint, storage_head_snapshot_id=checkpoint.persisted_head_snapshot_id)
-
-    async def get_checkpoint(
-        self, conversation_id: str, *, principal: str | None = None
-    ) -> tuple[Checkpoint, ResumeToken]:
-        """The conversation's checkpoint, freshly loaded for reading, and its last good head.
-
-        Decodes no state (snapshot views use the inspection decode). The checkpoint's working
-        head is the conversation's good head; storage's head
-        (``persisted_head_snapshot_id``) may be ahead of it after a failed turn.
-        Raises ``ConversationNotFoundError`` for a conversation this principal does not have.
-        """
-        key = ConversationKey(principal, conversation_id)
-        session = await self.session_store.get(key.session_id)
-        checkpoint, good_head = (None, None) if session is None else await self._load(
-            key, session.state)
-        if checkpoint is None or good_head is None:
-            raise ConversationNotFoundError(conversation_id)
-        return checkpoint, ResumeToken(checkpoint.checkpoint_id, good_head)
+    # -- deleting ------------------------------------------------------------------------
 
     def _holds_conversation(self, state: dict[str, Any]) -> bool:
         return _CHECKPOINT in state
@@ -643,33 +561,25 @@ def _with_data(prepared: Prepared) -> dict[str, Any]:
     return mark
 
 
-def _running_record(mark: Mapping[str, Any], checkpoint: Checkpoint | None) -> TurnRecord:
-    """A running turn: its origin's data from its first snapshot, once committed."""
-    data: dict[str, Any] = {}
-    first = last = None
-    for snapshot in () if checkpoint is None else checkpoint.snapshots:
-        turn = snapshot.metadata.get("turn")
-        if isinstance(turn, dict) and turn.get("id") == mark.get("id"):
-            if first is None:
-                first, data = snapshot.snapshot_id, dict(turn.get("data") or {})
-            last = snapshot.snapshot_id
-    return TurnRecord(str(mark.get("id")), mark.get("key"),
-                      str(mark.get("protocol", "native")), data, "running", RunStatus.RUNNING,
-                      first, last)
-
-
-def _key_on_lineage(checkpoint: Checkpoint, head: str, key: str) -> bool:
-    """Whether a snapshot on ``head``'s lineage records a turn of idempotency key ``key``
-    (metadata only: nothing is decoded)."""
-    snapshot = checkpoint.get_snapshot(head)
-    while True:
-        mark = snapshot.metadata.get("turn")
-        if isinstance(mark, dict) and mark.get("key") == key:
-            return True
-        parent = snapshot.parent_snapshot_id
-        if parent is None:
-            return False
-        snapshot = checkpoint.get_snapshot(parent)
+def _check_answers(checkpoint: Checkpoint, conversation_id: str,
+                   responses: Mapping[str, Any]) -> None:
+    """Refuse answers to requests the lineage shows answered already (``RequestNotPending``);
+    an id never asked is left to the engine's own ``InvalidResponseError``."""
+    head = checkpoint.head_snapshot
+    if head is None:
+        return
+    missing = set(responses) - set(pending_request_ids(head))
+    if not missing:
+        return
+    answered: list[str] = []
+    snapshot = head
+    while missing and snapshot.parent_snapshot_id is not None:
+        snapshot = checkpoint.get_snapshot(snapshot.parent_snapshot_id)
+        found = missing & set(pending_request_ids(snapshot))
+        answered.extend(found)
+        missing -= found
+    if answered:
+        raise RequestNotPendingError(conversation_id, sorted(answered))
 
 
 def _log_failure(prepared: Prepared, error: BaseException) -> None:
