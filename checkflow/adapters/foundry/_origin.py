@@ -21,7 +21,7 @@ from checkflow.hosting import TurnOrigin
 __all__ = ["PROTOCOL", "ResponseOrigin", "idempotency_key", "keyed_conversation",
            "origin_of", "turn_origin"]
 
-PROTOCOL = "foundry"
+PROTOCOL = "responses"
 """The protocol name a Responses turn is recorded under (``TurnRecord.protocol``)."""
 
 

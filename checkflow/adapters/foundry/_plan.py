@@ -28,14 +28,12 @@ from checkflow.adapters.foundry._wire import BRANCH_KEY, CallReply, CreateReques
 from checkflow.agents import ChatMessage
 from checkflow.hosting import HostDescription, ResumeToken, TurnRecord
 
-__all__ = ["Plan", "Previous", "plan_response"]
+__all__ = ["Plan", "Previous", "check_replies", "plan_response"]
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
 Previous = Callable[[str], Awaitable[tuple[str, TurnRecord, ResponseOrigin] | None]]
 """Looks a stored response up: ``(conversation_id, its turn, its origin)`` or ``None``."""
-Head = Callable[[str], Awaitable[ResumeToken | None]]
-"""The resume token of a conversation's head (``None``: no checkpoints)."""
 
 
 @dataclass(slots=True)
@@ -104,46 +102,61 @@ async def _previous(find: Previous, response_id: str) -> tuple[str, TurnRecord]:
     return conversation_id, record
 
 
+def check_replies(replies: list[CallReply], previous_id: str, previous: TurnRecord) -> None:
+    """Refuse replies to calls the previous response did not leave pending (400)."""
+    pending = list(previous.pending_requests) if previous.state == "committed" else []
+    _not_pending(replies, pending, f"response {previous_id}")
+
+
 async def plan_response(
     request: CreateRequest,
     *,
     description: HostDescription,
     principal: str | None,
     find_previous: Previous,
-    head: Head,
+    is_deleted: Callable[[str], Awaitable[bool]],
     session_hint: str | None = None,
     key_header: str | None = None,
 ) -> Plan:
     """The plan for ``request``; ``ResponsesError`` for a refusal that needs stored state.
 
-    A message continuing a response runs only if that response is still its conversation's
-    latest (the head's resume token, checked by the host under the conversation's lease);
-    replies need no token: the engine refuses a call that is no longer pending.
+    Replies continuing a response read nothing here (``is_deleted`` aside): the engine
+    refuses a call no longer pending at the head, and only then is the previous response
+    read, to say why. A message continuing a response runs only if that response is still its
+    conversation's latest (the head's resume token, checked by the host under the lease); a
+    branch starts from the snapshot the previous response ended at.
     """
     previous = None
     from_snapshot = None
     token = None
     if request.previous_response_id is not None:
-        if parse_response_id(request.previous_response_id) is None:
+        parsed = parse_response_id(request.previous_response_id)
+        if parsed is None or await is_deleted(request.previous_response_id):
             raise _not_found(request.previous_response_id)
+        conversation_id = parsed[0]
+        if request.replies and not request.branch:
+            return _plan(request, description, principal, conversation_id, key_header)
         conversation_id, previous = await _previous(find_previous, request.previous_response_id)
-        pending = list(previous.pending_requests) if previous.state == "committed" else []
-        _not_pending(request.replies, pending, f"response {request.previous_response_id}")
+        check_replies(request.replies, request.previous_response_id, previous)
         if request.branch and not description.checkpoints:
             raise ResponsesError(400, f"an agent keeps no snapshots: there is nothing to branch "
                                  f"from (drop metadata[{BRANCH_KEY!r}])",
                                  param=f"metadata.{BRANCH_KEY}", code="invalid_value")
         if request.branch:
             from_snapshot = previous.last_snapshot_id
-        elif not request.replies and previous.state == "committed" \
+        elif previous.state == "committed" and previous.checkpoint_id is not None \
                 and previous.last_snapshot_id is not None:
-            current = await head(conversation_id)
-            if current is not None:
-                token = ResumeToken(current.checkpoint_id, previous.last_snapshot_id)
+            token = ResumeToken(previous.checkpoint_id, previous.last_snapshot_id)
     else:
         conversation_id = (request.conversation or session_hint
                            or (keyed_conversation(principal, key_header) if key_header else None)
                            or new_id("conv"))
+    return _plan(request, description, principal, conversation_id, key_header,
+                 from_snapshot=from_snapshot, previous=previous, resume_token=token)
+
+
+def _plan(request: CreateRequest, description: HostDescription, principal: str | None,
+          conversation_id: str, key_header: str | None, **where: Any) -> Plan:
     origin = ResponseOrigin(
         created_at=int(time.time()), model=request.model or description.name,
         previous_response_id=request.previous_response_id, instructions=request.instructions,
@@ -152,8 +165,7 @@ async def plan_response(
     return Plan(conversation_id=conversation_id, origin=origin, principal=principal,
                 message=_message(request, description),
                 replies={reply.call_id: reply for reply in request.replies},
-                from_snapshot=from_snapshot,
                 idempotency_key=idempotency_key(request, key_header),
-                keyed_by_header=bool(key_header), previous=previous, resume_token=token)
+                keyed_by_header=bool(key_header), **where)
 
 

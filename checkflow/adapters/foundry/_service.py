@@ -23,15 +23,15 @@ from typing import Any, Literal
 from checkflow.adapters.foundry._errors import ResponsesError
 from checkflow.adapters.foundry._events import Event
 from checkflow.adapters.foundry._ids import parse_response_id, response_id
+from checkflow.adapters.foundry._objects import new_id
 from checkflow.adapters.foundry._origin import PROTOCOL, ResponseOrigin, origin_of, turn_origin
-from checkflow.adapters.foundry._plan import Plan, plan_response
+from checkflow.adapters.foundry._plan import Plan, check_replies, plan_response
 from checkflow.adapters.foundry._view import ResponseView
 from checkflow.adapters.foundry._wire import BRANCH_KEY, CreateRequest
 from checkflow.errors import (
-    CheckpointInUseError,
     ConversationNotFoundError,
     InvalidResponseError,
-    NoCheckpointsError,
+    RequestNotPendingError,
     SessionConflictError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
@@ -42,7 +42,6 @@ from checkflow.hosting import (
     HostDescription,
     HostedRun,
     HostedRunResult,
-    ResumeToken,
     TurnRecord,
 )
 from checkflow.workflows import RunStatus
@@ -91,7 +90,6 @@ class ResponsesService:
         self._tombstones = host.records(NAMESPACE)
         self._description: HostDescription | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._here: dict[str, ResponseView] = {}  # the responses running in this object
 
     async def description(self) -> HostDescription:
         if self._description is None:
@@ -107,24 +105,21 @@ class ResponsesService:
         if parsed is None:
             return None
         conversation_id, turn_id = parsed
-        if await self._tombstones.get(f"deleted:{id}", principal=principal) is not None:
+        if await self._deleted(id, principal):
             return None
         try:
             record = await self.host.find_turn(conversation_id, turn_id=turn_id,
                                                principal=principal)
         except ConversationNotFoundError:
             return None
-        except CheckpointInUseError:
-            # the turn runs in this process and the host could not read it meanwhile:
-            # what this object knows of its own running turns stands in
-            view = self._here.get(id)
-            if view is None:
-                raise
-            return view, TurnRecord(turn_id, None, PROTOCOL, {}, "running", RunStatus.RUNNING)
+
         origin = None if record is None else origin_of(record.protocol, record.data)
         if record is None or origin is None or not origin.store:
             return None
         return ResponseView(id, conversation_id, origin), record
+
+    async def _deleted(self, id: str, principal: str | None) -> bool:
+        return await self._tombstones.get(f"deleted:{id}", principal=principal) is not None
 
     async def load(self, id: str, principal: str | None) -> tuple[ResponseView, TurnRecord]:
         """The stored response, or a 404 naming it."""
@@ -145,15 +140,9 @@ class ResponsesService:
             view, record = found
             return view.conversation_id, record, view.origin
 
-        async def head(conversation_id: str) -> ResumeToken | None:
-            try:
-                return (await self.host.get_conversation(conversation_id,
-                                                         principal=principal)).resume_token
-            except (ConversationNotFoundError, NoCheckpointsError):
-                return None
-
         return await plan_response(request, description=await self.description(),
-                                   principal=principal, find_previous=find_previous, head=head,
+                                   principal=principal, find_previous=find_previous,
+                                   is_deleted=lambda id: self._deleted(id, principal),
                                    session_hint=session_hint, key_header=key_header)
 
     # -- starting a turn ---------------------------------------------------------------------
@@ -182,24 +171,33 @@ class ResponsesService:
                 responses = await self._retry_as_text(plan, responses, exc)
             except TurnInProgressError as exc:
                 return await self._running(plan, exc.turn_id)
+            except RequestNotPendingError:
+                raise self._answered(plan, await self._answered_by(plan)) from None
             except SnapshotNotFoundError as exc:
                 raise ResponsesError(
                     400, f"previous response {plan.origin.previous_response_id!r} can no "
                     f"longer be continued: its snapshot {exc.snapshot_id!r} is gone",
                     param="previous_response_id", code="previous_response_not_found") from None
-        view = ResponseView(response_id(plan.conversation_id, run.turn_id),
-                            plan.conversation_id, plan.origin)
+        view = ResponseView(self._id(plan, run.turn_id), plan.conversation_id, plan.origin)
         if not run.replayed:
             return _Started(view, run=run)
         record = _record_of(run, await run.get_result())
         return _Started(self._same_request(plan, view, record), record=record)
+
+    @staticmethod
+    def _id(plan: Plan, turn_id: str) -> str:
+        """The response's id: its turn's, or (``store: false``) an opaque one that nothing
+        can retrieve or continue."""
+        if not plan.origin.store:
+            return new_id("resp")
+        return response_id(plan.conversation_id, turn_id)
 
     async def _running(self, plan: Plan, turn_id: str) -> _Started:
         """A retry of a turn still running: follow it (its first attempt's response)."""
         record = await self.host.find_turn(plan.conversation_id, turn_id=turn_id,
                                            principal=plan.principal)
         origin = None if record is None else origin_of(record.protocol, record.data)
-        view = ResponseView(response_id(plan.conversation_id, turn_id), plan.conversation_id,
+        view = ResponseView(self._id(plan, turn_id), plan.conversation_id,
                             origin or plan.origin)
         if record is not None and record.state != "running":
             return _Started(self._same_request(plan, view, record), record=record)
@@ -235,10 +233,10 @@ class ResponsesService:
                              exc: InvalidResponseError) -> dict[str, Any]:
         """JSON first, then the text as sent: a reply whose parsed form was refused is tried
         once more as its raw string; one that fits neither is a 400 naming its call. A call
-        no longer pending though its previous response asked it was answered since: 409."""
+        never pending at the head is a 400, naming the previous response's pending calls."""
         if exc.reason is None and exc.field is None:  # not pending at the head
-            if plan.previous is not None:
-                raise self._answered(plan, await self._answered_by(plan))
+            if plan.origin.previous_response_id is not None:
+                await self._why_not_pending(plan)
             call = exc.request_id or ", ".join(plan.replies)
             raise ResponsesError(400, f"no pending call {call} in conversation "
                                  f"{plan.conversation_id} ({exc})", param="input",
@@ -250,6 +248,19 @@ class ResponsesService:
         call = exc.request_id or ", ".join(plan.replies)
         raise ResponsesError(400, f"the output for call {call} does not fit the request: {exc}",
                              param="input", code="invalid_function_call_output") from None
+
+    async def _why_not_pending(self, plan: Plan) -> None:
+        """A reply refused at the head: the previous response unknown (400), its calls not
+        pending there (400), or (should the host not have said so) answered since (409)."""
+        previous = plan.origin.previous_response_id
+        assert previous is not None
+        found = await self.lookup(previous, plan.principal)
+        if found is None:
+            raise ResponsesError(400, f"previous response {previous!r} not found",
+                                 param="previous_response_id",
+                                 code="previous_response_not_found")
+        check_replies(list(plan.replies.values()), previous, found[1])
+        raise self._answered(plan, await self._answered_by(plan))
 
     async def _answered_by(self, plan: Plan) -> str | None:
         """The response on the conversation's line that answered one of the plan's calls."""
@@ -273,7 +284,6 @@ class ResponsesService:
         live = view.live()
         for event in live.start():
             yield event
-        self._here[view.response_id] = view
         try:
             async for workflow_event in run:
                 for event in live.on_event(workflow_event):
@@ -287,8 +297,6 @@ class ResponsesService:
         except BaseException:
             await run.aclose()
             raise
-        finally:
-            self._here.pop(view.response_id, None)
         for event in live.finish(record):
             yield event
 
@@ -364,7 +372,6 @@ class ResponsesService:
             return view.body("in_progress")
         run = started.run
         assert run is not None
-        self._here[view.response_id] = view
         task = asyncio.create_task(self._drain(view, run), name=f"response {view.response_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -375,8 +382,6 @@ class ResponsesService:
             await run.get_result()
         except Exception:
             _log.exception("background response %s failed", view.response_id)
-        finally:
-            self._here.pop(view.response_id, None)
 
     # -- reading, following, cancelling, deleting --------------------------------------------
 

@@ -11,6 +11,7 @@ must never call the host.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from checkflow.adapters.foundry._events import Event, EventBuilder
@@ -40,8 +41,13 @@ def error_of(record: TurnRecord, status: str) -> dict[str, Any] | None:
 
 
 def _ended_at(record: TurnRecord) -> int | None:
-    ended = getattr(record, "ended_at", None)
-    return int(ended) if isinstance(ended, (int, float)) else None
+    """When the turn ended (its last snapshot, or its recorded outcome), in epoch seconds."""
+    if record.ended_at is None:
+        return None
+    try:
+        return int(datetime.fromisoformat(record.ended_at.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return None
 
 
 class ResponseView:

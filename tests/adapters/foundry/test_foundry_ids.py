@@ -75,7 +75,7 @@ def test_the_origin_round_trips_through_the_turn_and_is_only_read_for_this_proto
     origin = ResponseOrigin(created_at=5, model="m", metadata={"k": "v"}, background=True,
                             input=[{"type": "message", "role": "user"}])
     recorded = turn_origin(origin)
-    assert recorded.protocol == "foundry"
-    assert origin_of("foundry", recorded.data) == origin
+    assert recorded.protocol == "responses"
+    assert origin_of("responses", recorded.data) == origin
     assert origin_of("agui", recorded.data) is None
-    assert origin_of("foundry", {"model": "m"}) is None  # no created_at: not a response's
+    assert origin_of("responses", {"model": "m"}) is None  # no created_at: not a response's

@@ -109,10 +109,10 @@ def test_a_pause_is_completed_and_a_failure_carries_its_error() -> None:
     assert response_status(RunStatus.IDLE) == "completed"
     assert response_status(RunStatus.CANCELLED) == "cancelled"
     assert response_status(RunStatus.FAILED) == "failed"
-    failed = TurnRecord("t", None, "foundry", {}, "failed", RunStatus.FAILED, error="boom")
+    failed = TurnRecord("t", None, "responses", {}, "failed", RunStatus.FAILED, error="boom")
     assert status_of(failed) == "failed"
     assert error_of(failed, "failed") == {"code": "server_error", "message": "boom"}
-    running = TurnRecord("t", None, "foundry", {}, "running", RunStatus.RUNNING)
+    running = TurnRecord("t", None, "responses", {}, "running", RunStatus.RUNNING)
     assert status_of(running) == "in_progress" and error_of(running, "in_progress") is None
-    paused = TurnRecord("t", None, "foundry", {}, "committed", RunStatus.AWAITING_RESPONSES)
+    paused = TurnRecord("t", None, "responses", {}, "committed", RunStatus.AWAITING_RESPONSES)
     assert status_of(paused) == "completed"
