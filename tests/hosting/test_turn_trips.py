@@ -191,9 +191,6 @@ ANSWERING_TODAY = {
                    "times besides the lease's and writes the thread record after the commit"),
     "a2a": _today("an answering A2A turn reads the task record 3 times besides the lease's "
                   "and writes it 4 times after the commit"),
-    "responses": _today("an answering Responses turn reads the response's tombstone record "
-                        "and finds the previous turn (a session read and a checkpoint load) "
-                        "before its lease: 2 loads, 2 reads besides the lease's"),
 }
 
 
