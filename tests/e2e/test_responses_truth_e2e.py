@@ -255,6 +255,29 @@ def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked
     assert _retrieve(client, first["id"]) == first  # the other line is still retrievable
 
 
+def test_another_reply_while_the_first_answer_still_runs_is_refused(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    paused = _create(client, input="ask:w")
+    call_id = _call_id(paused)
+    answered: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: answered.update(body=_create(
+        client, previous_response_id=paused["id"], input=_reply(call_id, "true"))))
+    worker.start()
+    try:
+        gates.wait_entered("w")  # the first answer runs, held
+        error = _refused(lambda: client.responses.create(
+            previous_response_id=paused["id"], input=_reply(call_id, "false")), 409)
+    finally:
+        gates.release("w")
+        worker.join(60)
+    assert error["code"] == "already_answered" and call_id in error["message"]
+    assert _text(answered["body"]) == "published: w" and _runs(gates, "w") == 1
+    assert answered["body"]["id"] in error["message"]  # the response answering it
+
+
 def test_a_message_continuing_a_response_that_is_no_longer_the_latest_needs_a_branch(
     start_server: Start,
 ) -> None:

@@ -196,11 +196,12 @@ class ResponsesService:
         """A retry of a turn still running: follow it (its first attempt's response)."""
         record = await self.host.find_turn(plan.conversation_id, turn_id=turn_id,
                                            principal=plan.principal)
-        origin = None if record is None else origin_of(record.protocol, record.data)
-        view = ResponseView(self._id(plan, turn_id), plan.conversation_id,
-                            origin or plan.origin)
-        if record is not None and record.state != "running":
-            return _Started(self._same_request(plan, view, record), record=record)
+        view = ResponseView(self._id(plan, turn_id), plan.conversation_id, plan.origin)
+        if record is None:
+            return _Started(view, follow=turn_id)
+        view = self._same_request(plan, view, record)  # another input under its key: 409
+        if record.state != "running":
+            return _Started(view, record=record)
         return _Started(view, follow=turn_id)
 
     def _same_request(self, plan: Plan, view: ResponseView, record: TurnRecord
