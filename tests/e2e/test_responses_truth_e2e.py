@@ -367,8 +367,6 @@ def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_e
 # -- follow and cancel from another process --------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: Host.follow from another process gives a "
-                   "turn's outputs only at its end, not per committed superstep")
 def test_a_second_process_follows_a_running_response_superstep_by_superstep(
     start_server: Start, gates: Gates,
 ) -> None:
