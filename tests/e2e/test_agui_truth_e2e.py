@@ -135,8 +135,6 @@ def published_thread(drivers: Drivers, url: str, thread: str, state: Path) -> di
 # -- a native cancel ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: the AG-UI thread record keeps a cancelled "
-                   "turn's message and text, and its id stays seen (a resend runs nothing)")
 def test_a_native_cancel_drops_the_turn_from_the_transcript_and_a_resend_runs_it(
     start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
 ) -> None:
@@ -165,8 +163,6 @@ def test_a_native_cancel_drops_the_turn_from_the_transcript_and_a_resend_runs_it
 # -- a branch ----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: the AG-UI transcript is a union of every "
-                   "line the thread took, not the head's lineage")
 def test_after_a_branch_the_snapshot_shows_only_the_heads_line(
     start_server: Any, drivers: Drivers, tmp_path: Path
 ) -> None:
@@ -189,8 +185,6 @@ def test_after_a_branch_the_snapshot_shows_only_the_heads_line(
 # -- a native answer ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: outputs of a turn run over the native API "
-                   "never reach the AG-UI transcript")
 def test_an_answer_given_over_the_native_api_is_in_the_agui_transcript(
     start_server: Any, drivers: Drivers, tmp_path: Path
 ) -> None:
@@ -210,8 +204,6 @@ def test_an_answer_given_over_the_native_api_is_in_the_agui_transcript(
 # -- a native DELETE ---------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a native DELETE leaves the AG-UI thread "
-                   "record: the old interrupt is already_resolved, the first message stays seen")
 def test_a_native_delete_leaves_no_agui_state(
     start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
 ) -> None:
@@ -237,8 +229,6 @@ def test_a_native_delete_leaves_no_agui_state(
 # -- a retry with the same runId ---------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: runId is not an idempotency key: a retried "
-                   "resume is already_resolved instead of replaying the committed outcome")
 def test_a_retry_of_a_committed_run_replays_its_outcome_and_runs_no_handler(
     start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
 ) -> None:
@@ -264,8 +254,6 @@ def test_a_retry_of_a_committed_run_replays_its_outcome_and_runs_no_handler(
     assert handler_runs(gates) == ["draft:tea", "review:tea", "decide:tea"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a retry of a running run (same runId) is "
-                   "refused with 409 instead of attaching to it")
 def test_a_retry_while_the_run_runs_attaches_to_it(
     start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
 ) -> None:
@@ -302,8 +290,6 @@ def _reconnect_during(drivers: Drivers, url: str, thread: str, gates: Any, gate:
     return ran, followed
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a reconnect during a first turn is 200 "
-                   "success and during a later turn 409, instead of following the running turn")
 def test_a_reconnect_during_a_first_and_a_later_turn_follows_it_to_its_end(
     start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
 ) -> None:
@@ -327,8 +313,6 @@ def test_a_reconnect_during_a_first_and_a_later_turn_follows_it_to_its_end(
 # -- a kill mid-turn, then a restart -----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: after a kill and a restart an AG-UI reconnect "
-                   "reports success; it never learns that the killed turn failed")
 def test_a_kill_mid_turn_then_a_restart_shows_the_lineage_and_the_failure(
     start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
 ) -> None:
@@ -362,8 +346,6 @@ def test_a_kill_mid_turn_then_a_restart_shows_the_lineage_and_the_failure(
 # -- SIGTERM -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: on SIGTERM a running AG-UI stream just ends, "
-                   "with no RUN_FINISHED or RUN_ERROR")
 def test_sigterm_ends_a_running_stream_properly_and_keeps_the_last_good_head(
     start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
 ) -> None:

@@ -99,6 +99,10 @@ class RunTranslator:
         self._texts: dict[str, list[str]] = {}
         self.finished = False
 
+    def name_messages(self, new_id: Callable[[], str]) -> None:
+        """Name this run's text messages with ``new_id`` from now on (a turn's own ids)."""
+        self._new_id = new_id
+
     # -- the run's frame -----------------------------------------------------------------
 
     def started(self) -> RunStartedEvent:
@@ -136,13 +140,14 @@ class RunTranslator:
 
         ``pending`` holds the hosting toolkit's pending views (``request_id``, ``data``,
         ``response_schema``, ``source_executor_id``); ``transcript`` the thread's messages
-        before this run's output (this run's own text messages are appended to it).
+        (this run's own text messages are appended to it, unless it lists them already).
         """
         out = self._close_step()
         if state is not None:
             out.append(StateSnapshotEvent(snapshot=dict(state)))
         if transcript is not None:
-            messages = [*transcript, *self.messages]
+            known = {m.get("id") for m in transcript}
+            messages = [*transcript, *(m for m in self.messages if m["id"] not in known)]
             out.append(MessagesSnapshotEvent.model_validate({"messages": messages}))
         outcome: Any
         if status is RunStatus.AWAITING_RESPONSES and pending:
@@ -157,9 +162,13 @@ class RunTranslator:
         self.finished = True
         return out
 
-    def error(self, code: str, message: str) -> list[BaseEvent]:
-        """The end of a failed run: open triads closed, then ``RUN_ERROR`` (code + message)."""
+    def error(self, code: str, message: str,
+              transcript: Sequence[Mapping[str, Any]] | None = None) -> list[BaseEvent]:
+        """The end of a failed run: open triads closed, the thread's ``MESSAGES_SNAPSHOT``
+        when ``transcript`` is given, then ``RUN_ERROR`` (code + message)."""
         out = self._close_step()
+        if transcript is not None:
+            out.append(MessagesSnapshotEvent.model_validate({"messages": list(transcript)}))
         out.append(RunErrorEvent(code=code, message=message))
         self.finished = True
         return out

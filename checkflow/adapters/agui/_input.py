@@ -1,7 +1,7 @@
 """What an AG-UI ``RunAgentInput`` asks of the host: new messages, resume answers, options.
 
 Pure functions over ``ag_ui.core`` models: the de-duplication of resent history (by message
-id, against the ids the thread has already seen), the conversion of the new messages to the
+id, against the ids on the thread's lineage), the conversion of the new messages to the
 workflow ``message``, the validation of ``resume[]`` against the thread's open interrupts,
 and the ``forwardedProps.checkflow`` options. This module must never do I/O or touch a host.
 """
@@ -47,10 +47,20 @@ class ResumeViolation(Exception):
 
 
 def new_messages(messages: Sequence[Message], seen: Collection[str]) -> list[Message]:
-    """The messages whose ids the thread has not seen, in order; a repeated id counts once."""
+    """The messages after the last one the thread has seen whose ids it has not seen, in
+    order; a repeated id counts once.
+
+    Clients resend the whole history with the new messages at its end, so only what follows
+    the last seen message is new: history older than what the thread still knows of (an
+    agent host keeps its latest turns only) is never fed again.
+    """
+    start = 0
+    for index, message in enumerate(messages):
+        if message.id in seen:
+            start = index + 1
     fresh: list[Message] = []
     ids: set[str] = set()
-    for message in messages:
+    for message in messages[start:]:
         if message.id in seen or message.id in ids:
             continue
         ids.add(message.id)

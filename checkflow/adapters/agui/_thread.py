@@ -1,108 +1,88 @@
-"""The adapter's durable memory of one AG-UI thread: its transcript and the interrupts it issued.
+"""An AG-UI thread as the checkpoint's lineage says it is: transcript, seen ids, interrupts.
 
-Kept as one record per (principal, threadId) in the host's adapter records
-(``host.records("agui")``), so it lives in the host's session store (memory, file or Cosmos)
-and every process serving the thread shares it. The transcript's message ids are the ids the
-thread has *seen*: resent history is matched against them and never fed to the workflow again.
-This module must never load a checkpoint or a session, and never decide what a run does.
+Nothing here is stored by the adapter. Each AG-UI turn is run with a ``TurnOrigin``
+(``protocol="agui"``, ``data={"runId", "messages"}``: the run id and the new messages as the
+client sent them), which the host commits with the turn's first snapshot; ``Host.turns``
+gives back the turns on the conversation's lineage. The transcript is then each turn's
+messages followed by its text outputs (rendered by the same ``RunTranslator`` a live run
+uses, with the same ids: ``{turnId}-{n}``), so a branch, a cancel, a native answer or a
+``DELETE`` shows exactly as the checkpoint has it. This module must never do I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkflow.errors import RecordTooLargeError, SessionConflictError
-from checkflow.hosting import RecordStore
+from checkflow.adapters.agui._events import RunTranslator
+from checkflow.hosting import TurnOrigin, TurnRecord
+from checkflow.workflows import OutputEvent, PendingRequest, RunStatus
 
-__all__ = ["NAMESPACE", "ThreadRecord"]
+__all__ = ["PROTOCOL", "ThreadView", "message_ids", "turn_origin", "turn_transcript"]
 
-NAMESPACE = "agui"
-"""The ``host.records`` namespace of AG-UI thread records."""
+PROTOCOL = "agui"
+"""The ``TurnOrigin.protocol`` of turns run over AG-UI."""
 
-_ATTEMPTS = 5
+
+def message_ids(turn_id: str) -> Callable[[], str]:
+    """The ids of a turn's text messages, in order: ``{turnId}-1``, ``{turnId}-2``, ..."""
+    count = 0
+
+    def new_id() -> str:
+        nonlocal count
+        count += 1
+        return f"{turn_id}-{count}"
+
+    return new_id
+
+
+def turn_origin(run_id: str, messages: Sequence[Mapping[str, Any]]) -> TurnOrigin:
+    """What an AG-UI turn records with its first snapshot: its run id and new messages."""
+    return TurnOrigin(PROTOCOL, {"runId": run_id, "messages": [dict(m) for m in messages]})
+
+
+def turn_transcript(record: TurnRecord, to_json: Callable[[Any], Any]
+                    ) -> list[dict[str, Any]]:
+    """One turn's part of the transcript: the messages it took in (AG-UI turns only; a
+    native turn's input is not a chat message), then its text outputs."""
+    taken: list[dict[str, Any]] = []
+    if record.protocol == PROTOCOL:
+        taken = [dict(m) for m in record.data.get("messages", ()) if isinstance(m, Mapping)]
+    translator = RunTranslator("", "", to_json=to_json, new_id=message_ids(record.turn_id))
+    for output in record.outputs:
+        translator.translate(OutputEvent("", output))
+    translator.finish(RunStatus.IDLE)  # closes what is open, so every message is listed
+    return [*taken, *translator.messages]
 
 
 @dataclass(slots=True)
-class ThreadRecord:
-    """What the adapter remembers of a thread between runs (and across processes)."""
+class ThreadView:
+    """The thread at its head: what a run is checked against and what a snapshot shows."""
 
-    thread_id: str
-    principal: str | None
     transcript: list[dict[str, Any]] = field(default_factory=list)
-    issued: list[str] = field(default_factory=list)
-    version: str | None = None
-    size: int = 0
-    """The record's encoded size when it was loaded (what the host's bound is checked on)."""
+    issued: set[str] = field(default_factory=set)
+    """Every interrupt (request id) a turn on the lineage ended with."""
+    open: dict[str, PendingRequest] = field(default_factory=dict)
+    """The requests pending at the head (its last turn's, when it ended awaiting them)."""
+    runs: dict[str, TurnRecord] = field(default_factory=dict)
+    """The lineage's turns by their idempotency key (an AG-UI turn's is its runId)."""
+
+    @classmethod
+    def of(cls, turns: Iterable[TurnRecord], to_json: Callable[[Any], Any]) -> ThreadView:
+        view = cls()
+        last: TurnRecord | None = None
+        for record in turns:
+            view.transcript.extend(turn_transcript(record, to_json))
+            view.issued.update(record.pending_requests)
+            if record.idempotency_key is not None:
+                view.runs[record.idempotency_key] = record
+            last = record
+        if last is not None and last.status is RunStatus.AWAITING_RESPONSES:
+            view.open = dict(last.pending_requests)
+        return view
 
     @property
     def seen(self) -> set[str]:
-        """The ids of every message the thread has taken in or produced."""
+        """The ids of every message on the lineage, taken in or produced."""
         return {str(m.get("id")) for m in self.transcript}
-
-    @classmethod
-    async def load(
-        cls, store: RecordStore, thread_id: str, principal: str | None
-    ) -> ThreadRecord:
-        """The thread's record, or an empty one for a thread this adapter has not served."""
-        stored = await store.get(thread_id, principal=principal)
-        if stored is None:
-            return cls(thread_id, principal)
-        value = stored.value if isinstance(stored.value, Mapping) else {}
-        return cls(
-            thread_id,
-            principal,
-            transcript=[dict(m) for m in value.get("transcript", ())],
-            issued=[str(i) for i in value.get("issued", ())],
-            version=stored.version,
-            size=store.size_of(stored.value) if store.max_bytes is not None else 0,
-        )
-
-    def check_room(self, store: RecordStore, incoming: int) -> None:
-        """Refuse a run (``RecordTooLargeError``) before it starts when the thread's record,
-        grown by ``incoming`` bytes of new input, would pass the host's bound: the record is
-        written after the run commits, and a refusal then would leave the thread unrecorded."""
-        limit = store.max_bytes
-        if limit is not None and self.size + incoming > limit:
-            raise RecordTooLargeError(store.namespace, self.thread_id,
-                                      size=self.size + incoming, limit=limit)
-
-    def merged(
-        self, messages: Iterable[Mapping[str, Any]], issued: Sequence[str]
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        """The transcript and issued ids with ``messages`` and ``issued`` added (no repeats)."""
-        transcript = list(self.transcript)
-        ids = self.seen
-        for message in messages:
-            if str(message.get("id")) not in ids:
-                ids.add(str(message.get("id")))
-                transcript.append(dict(message))
-        known = list(self.issued)
-        known.extend(i for i in issued if i not in set(known))
-        return transcript, known
-
-    async def record(
-        self,
-        store: RecordStore,
-        messages: Sequence[Mapping[str, Any]],
-        issued: Sequence[str],
-    ) -> None:
-        """Add what a successful run took in and produced; merges with a concurrent writer."""
-        current = self
-        for _ in range(_ATTEMPTS):
-            transcript, known = current.merged(messages, issued)
-            value = {"transcript": transcript, "issued": known}
-            try:
-                self.version = await store.put(
-                    self.thread_id, value, principal=self.principal,
-                    expected_version=current.version, create=current.version is None,
-                )
-            except SessionConflictError:
-                current = await ThreadRecord.load(store, self.thread_id, self.principal)
-                continue
-            self.transcript, self.issued = transcript, known
-            return
-        raise SessionConflictError(
-            f"agui:{self.thread_id}", expected_version=current.version, actual_version=None
-        )

@@ -8,7 +8,6 @@ where it was, and leave the same interrupts answerable.
 from __future__ import annotations
 
 import asyncio
-import copy
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,6 +20,7 @@ from checkflow.agents import ScriptedAgent
 from checkflow.errors import CorruptSessionError
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
 from checkflow.sessions import AgentSession, InMemorySessionStore
+from checkflow.storage import InMemoryCheckpointStorage
 from checkflow.workflows import (
     Executor,
     Workflow,
@@ -488,52 +488,52 @@ async def test_the_path_is_configurable() -> None:
     assert missing.status_code == 404
 
 
-class _RecordWritesFail(InMemorySessionStore):
-    """A real in-memory store whose adapter-record writes fail (the conversation's do not)."""
-
-    async def set(self, session: AgentSession, **kwargs: Any) -> str:
-        if session.session_id.startswith("record-"):
-            raise CorruptSessionError(f"the disk under {session.session_id!r} is full")
-        return await super().set(session, **kwargs)
-
-
-class _RecordWrittenMeanwhile(InMemorySessionStore):
-    """A real in-memory store where another writer updates a thread record just before ours."""
+class _NoRecords(InMemorySessionStore):
+    """A real in-memory store that refuses any adapter record (the conversation's own
+    sessions are written as usual), so a run that wrote one would fail."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.raced = False
+        self.written: list[str] = []
 
     async def set(self, session: AgentSession, **kwargs: Any) -> str:
-        if session.session_id.startswith("record-") and not self.raced:
-            self.raced = True
-            theirs = AgentSession(session.session_id, copy.deepcopy(session.state))
-            theirs.state["value"]["transcript"].append(
-                {"id": "other-writer", "role": "user", "content": "from elsewhere"})
-            await super().set(theirs, expected_version=kwargs.get("expected_version"),
-                              create=kwargs.get("create", False))
+        self.written.append(session.session_id)
+        if session.session_id.startswith("record-"):
+            raise CorruptSessionError(f"no record may be written ({session.session_id!r})")
         return await super().set(session, **kwargs)
 
 
-async def test_a_record_write_that_fails_after_the_commit_is_run_error_saying_so() -> None:
-    host = WorkflowHost(chat, session_store=_RecordWritesFail())
+async def test_no_adapter_record_is_written_and_the_transcript_is_the_lineage() -> None:
+    store, snapshots = _NoRecords(), InMemoryCheckpointStorage()
+    host = WorkflowHost(chat, session_store=store, checkpoint_storage=snapshots)
     async with client_for(create_app(host, adapters=[AGUIAdapter()])) as client:
-        events = await post(client, run_input("t", [user("hi")]))
-    assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "thread_record_failed"
-    assert "the run committed" in events[-1]["message"]
-    assert (await host.get_conversation("t")).outputs  # the turn itself landed
-
-
-async def test_a_record_written_meanwhile_by_another_process_is_merged_not_lost() -> None:
-    store = _RecordWrittenMeanwhile()
-    host = WorkflowHost(chat, session_store=store)
-    async with client_for(create_app(host, adapters=[AGUIAdapter()])) as client:
-        await post(client, run_input("t", [user("one", "u1")]))
-        assert store.raced
-        events = await post(client, run_input("t", []))
+        first = await post(client, run_input("t", [user("one", "u1")]))
+        assert first[-1]["outcome"] == {"type": "success"}, first[-1]
+        # another process on the same stores
+        other = WorkflowHost(chat, session_store=store, checkpoint_storage=snapshots)
+        async with client_for(create_app(other, adapters=[AGUIAdapter()])) as elsewhere:
+            events = await post(elsewhere, run_input("t", []))
+    assert not [s for s in store.written if s.startswith("record-")]
     snapshot = next(e for e in events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
-    assert [m["id"] for m in snapshot][:1] == ["u1"]
-    assert "other-writer" in [m["id"] for m in snapshot]
+    streamed = next(e for e in first if e["type"] == "TEXT_MESSAGE_START")["messageId"]
+    assert [(m["id"], m["content"]) for m in snapshot] == [
+        ("u1", "one"), (streamed, "heard 1: one")]
+
+
+async def test_a_retry_with_the_same_run_id_replays_and_other_input_is_run_id_reused(
+    host: WorkflowHost, client: httpx.AsyncClient
+) -> None:
+    (interrupt,) = await pause(client, "t-r")
+    body = run_input("t-r", [], resume=resume((interrupt["id"], True)))
+    done = await post(client, body)
+    again = await post(client, body)
+    assert again[-1] == done[-1] and again[-1]["outcome"] == {"type": "success"}
+    texts = [e["delta"] for e in again if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert texts == ["published: Five things about tea."]
+    assert (await host.get_conversation("t-r")).outputs == ["published: Five things about tea."]
+    reused = await post(client, {**body, "messages": [user("more")]})
+    assert types(reused) == ["RUN_STARTED", "RUN_ERROR"]
+    assert reused[1]["code"] == "run_id_reused"
 
 
 # -- failures after the stream opens ----------------------------------------------------------

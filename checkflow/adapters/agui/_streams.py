@@ -1,0 +1,263 @@
+"""The AG-UI event streams of one request: a turn run, replayed, attached to, or reconnected.
+
+Each is ``RUN_STARTED`` ... one terminal event, and every ending is rendered from what the
+host says after the turn: the turn's result, or the lineage (``Host.turns``) and the turn's
+record (``Host.find_turn``). Nothing is written here. This module must never load a
+checkpoint or a session itself, nor import a private hosting module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any
+
+from ag_ui.core import BaseEvent
+
+from checkflow.adapters.agui._events import RunTranslator
+from checkflow.adapters.agui._thread import ThreadView, message_ids
+from checkflow.checkpoints import Checkpoint
+from checkflow.errors import (
+    CheckflowError,
+    ConversationNotFoundError,
+    NoCheckpointsError,
+)
+from checkflow.hosting import (
+    ConversationState,
+    Host,
+    HostedRun,
+    ResumeToken,
+    ServerSentEvent,
+    TurnRecord,
+    describe_error,
+    jsonable,
+    pending_view,
+)
+from checkflow.workflows import OutputEvent, PendingRequest, RunStatus, inspect_snapshot
+
+__all__ = ["Streams", "describe", "error_code"]
+
+TURN_FAILED = "turn_failed"
+"""The ``RUN_ERROR`` code of a thread whose last turn failed (or whose process stopped)."""
+
+_MISSING = (ConversationNotFoundError, NoCheckpointsError)
+_FINAL = (RunStatus.IDLE, RunStatus.AWAITING_RESPONSES)
+_UNFINISHED = "it stopped before it ended (cancelled, or its process stopped)"
+
+
+def _frame(event: BaseEvent) -> ServerSentEvent:
+    return ServerSentEvent(data=event.model_dump_json(by_alias=True))
+
+
+def _token_view(token: ResumeToken | None) -> dict[str, str] | None:
+    if token is None:
+        return None
+    return {"checkpointId": token.checkpoint_id, "snapshotId": token.snapshot_id}
+
+
+def error_code(exc: BaseException, refused: Iterable[tuple[type[BaseException], str]] = ()
+               ) -> str:
+    """The ``RUN_ERROR`` code of an error: its own code here, else the native API's."""
+    for kind, code in refused:
+        if isinstance(exc, kind):
+            return code
+    _status, body, _headers = describe_error(exc)
+    error = body.get("error") if isinstance(body, Mapping) else None
+    native = error.get("code") if isinstance(error, Mapping) else None
+    return str(native) if native else "internal_error"
+
+
+def describe(exc: BaseException | str | None) -> str:
+    if exc is None:
+        return "the run failed"
+    if isinstance(exc, str):
+        return exc
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _shared_state(checkpoint: Checkpoint | None, token: ResumeToken | None
+                  ) -> dict[str, Any] | None:
+    """The workflow's shared state at ``token`` (none for an agent host)."""
+    if checkpoint is None or token is None:
+        return None
+    try:
+        snapshot = checkpoint.get_snapshot(token.snapshot_id)
+    except CheckflowError:
+        return None
+    shared = jsonable(inspect_snapshot(snapshot).shared_state)
+    return shared if isinstance(shared, dict) else None
+
+
+class Streams:
+    """The streams of one AG-UI request on ``thread_id`` (principal-scoped)."""
+
+    def __init__(self, host: Host, thread_id: str, run_id: str, principal: str | None) -> None:
+        self.host = host
+        self.thread_id = thread_id
+        self.principal = principal
+        self.translator = RunTranslator(thread_id, run_id, to_json=jsonable)
+
+    # -- reading the thread ------------------------------------------------------------------
+
+    async def view(self) -> ThreadView:
+        """The thread as its lineage is now (empty when there is no conversation)."""
+        try:
+            turns = await self.host.turns(self.thread_id, principal=self.principal)
+        except _MISSING:
+            turns = []
+        return ThreadView.of(turns, jsonable)
+
+    async def conversation(self) -> ConversationState | None:
+        try:
+            return await self.host.get_conversation(self.thread_id, principal=self.principal)
+        except _MISSING:
+            return None
+
+    async def _latest_off_lineage(self, state: ConversationState | None) -> TurnRecord | None:
+        """The thread's latest turn when it ended off the lineage (failed, cancelled, or its
+        process stopped): its snapshots lie past the conversation's head."""
+        if state is None or state.checkpoint is None or state.resume_token is None:
+            return None
+        beyond = state.storage_head_snapshot_id
+        if beyond is None or beyond == state.resume_token.snapshot_id:
+            return None
+        try:
+            mark = state.checkpoint.get_snapshot(beyond).metadata.get("turn")
+        except CheckflowError:
+            return None
+        if not isinstance(mark, Mapping) or not isinstance(mark.get("id"), str):
+            return None
+        record = await self.host.find_turn(self.thread_id, turn_id=mark["id"],
+                                           principal=self.principal)
+        if record is None or record.state == "running":
+            return None
+        if record.state == "committed" and record.status not in _FINAL:
+            # its snapshots stop mid-turn and it is not running: it never finished
+            return dataclasses.replace(record, state="failed", error=_UNFINISHED)
+        return record if record.state in ("failed", "cancelled") else None
+
+    # -- the streams -------------------------------------------------------------------------
+
+    async def refused(self, code: str, message: str) -> AsyncIterator[ServerSentEvent]:
+        yield _frame(self.translator.started())
+        for event in self.translator.error(code, message):
+            yield _frame(event)
+
+    async def run(self, turn: HostedRun, view: ThreadView, taken: Sequence[Mapping[str, Any]],
+                  *, branched: bool, refused: Iterable[tuple[type[BaseException], str]]
+                  ) -> AsyncIterator[ServerSentEvent]:
+        """A turn run for this request: its events, then its outcome."""
+        yield _frame(self.translator.started())
+        self.translator.name_messages(message_ids(turn.turn_id))
+        completed = False
+        try:
+            async for event in turn:
+                for translated in self.translator.translate(event):
+                    yield _frame(translated)
+            result = await turn.get_result()
+            completed = True
+        except Exception as exc:  # after the stream opened, every failure is a RUN_ERROR
+            for translated in self.translator.error(error_code(exc, refused), describe(exc)):
+                yield _frame(translated)
+            return
+        finally:
+            if not completed:
+                await turn.aclose()  # a client that left cancels at the next safe point
+        if result.status is RunStatus.FAILED:
+            for translated in self.translator.error("workflow_failed", describe(result.error)):
+                yield _frame(translated)
+            return
+        if result.status is RunStatus.CANCELLED:  # the head did not move: the thread as it was
+            transcript = view.transcript
+            self.translator.messages.clear()
+        elif branched:  # the turn continued another line: read the new lineage
+            transcript = (await self.view()).transcript
+        else:
+            transcript = [*view.transcript, *(dict(m) for m in taken)]
+        checkpoint = None if result.result is None else result.result.checkpoint
+        for translated in self.translator.finish(
+            result.status, pending=[pending_view(p) for p in result.pending_requests.values()],
+            resume_token=_token_view(result.resume_token), transcript=transcript,
+            state=_shared_state(checkpoint, result.resume_token),
+        ):
+            yield _frame(translated)
+
+    async def replay(self, record: TurnRecord, view: ThreadView
+                     ) -> AsyncIterator[ServerSentEvent]:
+        """A retry (same runId) of a committed turn: its recorded outcome; nothing runs."""
+        yield _frame(self.translator.started())
+        self.translator.name_messages(message_ids(record.turn_id))
+        for output in record.outputs:
+            for translated in self.translator.translate(OutputEvent("", output)):
+                yield _frame(translated)
+        state = await self.conversation()
+        for translated in await self._ending(record, state, view):
+            yield _frame(translated)
+
+    async def attach(self, turn_id: str) -> AsyncIterator[ServerSentEvent]:
+        """A retry (same runId) of a turn still running: follow it to its end, then its
+        outcome."""
+        yield _frame(self.translator.started())
+        self.translator.name_messages(message_ids(turn_id))
+        async for translated in self._follow(turn_id):
+            yield translated
+        record = await self.host.find_turn(self.thread_id, turn_id=turn_id,
+                                           principal=self.principal)
+        view, state = await self.view(), await self.conversation()
+        for event in await self._ending(record, state, view, missing_is_failure=True):
+            yield _frame(event)
+
+    async def reconnect(self, view: ThreadView) -> AsyncIterator[ServerSentEvent]:
+        """Nothing new and nothing to resume: follow the turn running now, if any, to its end;
+        then the thread as it stands (its open interrupts, or how its last turn ended)."""
+        yield _frame(self.translator.started())
+        followed = False
+        async for translated in self._follow(None):
+            followed = True
+            yield translated
+        if followed:
+            self.translator.messages.clear()  # its ids are the lineage's, shown just below
+            view = await self.view()
+        state = await self.conversation()
+        for event in await self._ending(await self._latest_off_lineage(state), state, view):
+            yield _frame(event)
+
+    async def _follow(self, turn_id: str | None) -> AsyncIterator[ServerSentEvent]:
+        events = self.host.follow(self.thread_id, turn_id=turn_id, principal=self.principal)
+        try:
+            async for event in events:
+                for translated in self.translator.translate(event):
+                    yield _frame(translated)
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def _ending(self, record: TurnRecord | None, state: ConversationState | None,
+                      view: ThreadView, *, missing_is_failure: bool = False) -> list[BaseEvent]:
+        """The end of a stream that ran nothing itself: ``record``'s outcome (a committed
+        turn's, or a failure's), else the head's (its open interrupts, or success)."""
+        token = None if state is None else state.resume_token
+        shared = _shared_state(None if state is None else state.checkpoint, token)
+        if (record is None and missing_is_failure) or (
+                record is not None and record.state == "failed"):
+            why = "the turn's record is gone" if record is None else describe(record.error)
+            return self.translator.error(
+                TURN_FAILED, f"the thread's last run failed ({why}); the thread is back at "
+                             f"its last good state", transcript=view.transcript)
+        status, pending = RunStatus.IDLE, list(view.open.values())
+        if pending:
+            status = RunStatus.AWAITING_RESPONSES
+        elif record is not None and record.state == "cancelled":
+            status = RunStatus.CANCELLED
+        if record is not None and record.state == "committed":
+            status, pending = record.status, list(record.pending_requests.values())
+            if token is not None and record.last_snapshot_id is not None:
+                token = ResumeToken(token.checkpoint_id, record.last_snapshot_id)
+        return self.translator.finish(
+            status, pending=_views(pending), resume_token=_token_view(token),
+            transcript=view.transcript, state=shared)
+
+
+def _views(pending: Iterable[PendingRequest]) -> list[dict[str, Any]]:
+    return [pending_view(p) for p in pending]
