@@ -179,16 +179,13 @@ def _today(reason: str) -> pytest.MarkDecorator:
 
 
 OPENING_TODAY = {
-    "agui": _today("an opening AG-UI turn reads the thread record and its session 3 times "
-                   "besides the lease's, writes the thread record after the commit, and loads "
-                   "the checkpoint after its run"),
     "a2a": _today("an opening A2A turn reads task records and indexes 11 times besides the "
                   "lease's and writes the task record and the indexes 7 times after the "
                   "commit"),
 }
 ANSWERING_TODAY = {
-    "agui": _today("an answering AG-UI turn loads the checkpoint 3 times, reads sessions 3 "
-                   "times besides the lease's and writes the thread record after the commit"),
+    "agui": _today("an answering AG-UI turn loads the checkpoint twice: Host.turns reads "
+                   "the thread's lineage before the run, then the run loads it again"),
     "a2a": _today("an answering A2A turn reads the task record 3 times besides the lease's "
                   "and writes it 4 times after the commit"),
 }
