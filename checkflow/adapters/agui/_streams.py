@@ -133,7 +133,8 @@ class Streams:
             return None
         if record.state == "committed" and record.status not in _FINAL:
             # its snapshots stop mid-turn and it is not running: it never finished
-            return dataclasses.replace(record, state="failed", error=_UNFINISHED)
+            why = "the workflow failed" if record.status is RunStatus.FAILED else _UNFINISHED
+            return dataclasses.replace(record, state="failed", error=why)
         return record if record.state in ("failed", "cancelled") else None
 
     # -- the streams -------------------------------------------------------------------------
@@ -252,8 +253,10 @@ class Streams:
             status = RunStatus.CANCELLED
         if record is not None and record.state == "committed":
             status, pending = record.status, list(record.pending_requests.values())
-            if token is not None and record.last_snapshot_id is not None:
-                token = ResumeToken(token.checkpoint_id, record.last_snapshot_id)
+            checkpoint_id = record.checkpoint_id or (None if token is None
+                                                     else token.checkpoint_id)
+            if checkpoint_id is not None and record.last_snapshot_id is not None:
+                token = ResumeToken(checkpoint_id, record.last_snapshot_id)
         return self.translator.finish(
             status, pending=_views(pending), resume_token=_token_view(token),
             transcript=view.transcript, state=shared)

@@ -550,3 +550,29 @@ async def test_a_workflow_error_is_run_error_and_the_thread_then_runs_normally(
     again = await pause(client, "t-e", "coffee")
     assert again[0]["metadata"]["checkflow"]["requestData"]["draft"] == (
         "Five things about coffee.")
+
+
+async def test_a_reconnect_after_a_failed_turn_is_turn_failed_with_the_lineage(
+    host: WorkflowHost, client: httpx.AsyncClient
+) -> None:
+    first = user("tea", "u1")
+    (interrupt,) = await pause_with(client, "t-f", [first])
+    await post(client, run_input("t-f", [first], resume=resume((interrupt["id"], False))))
+    failed = await post(client, run_input("t-f", [first, user("fail:coffee", "u2")]))
+    assert failed[-1]["code"] == "workflow_failed"
+    reconnect = await post(client, run_input("t-f", []))
+    assert types(reconnect) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_ERROR"]
+    assert reconnect[-1]["code"] == "turn_failed" and "failed" in reconnect[-1]["message"]
+    assert [m["content"] for m in reconnect[1]["messages"]] == ["tea", "dropped"]
+    again = await post(client, run_input("t-f", [first, user("fail:coffee", "u2")]))
+    assert again[-1]["code"] == "workflow_failed"  # the failed message is not seen: it ran again
+    (asked,) = await pause_with(client, "t-f", [first, user("tea", "u3")])
+    assert asked["metadata"]["checkflow"]["requestData"]["draft"] == "Five things about tea."
+
+
+async def test_a_reconnect_to_a_thread_that_never_ran_is_an_empty_success(
+    client: httpx.AsyncClient,
+) -> None:
+    events = await post(client, run_input("t-none", []))
+    assert types(events) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert events[1]["messages"] == [] and events[-1]["outcome"] == {"type": "success"}

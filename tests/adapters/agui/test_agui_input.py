@@ -44,6 +44,13 @@ def test_messages_the_thread_has_seen_are_not_new() -> None:
     assert [m.id for m in new_messages(history, {"u1", "a1"})] == ["u2"]
 
 
+def test_only_what_follows_the_last_seen_message_is_new() -> None:
+    # history older than what the thread knows of (an agent host keeps its latest turns)
+    history = [_user("old", "long ago"), _user("u1", "one"), _user("u2", "two")]
+    assert [m.id for m in new_messages(history, {"u1"})] == ["u2"]
+    assert [m.id for m in new_messages(history, set())] == ["old", "u1", "u2"]
+
+
 def test_a_resent_history_with_nothing_new_is_empty() -> None:
     history = [_user("u1", "one"), AssistantMessage(id="a1", content="ONE")]
     assert new_messages(history, {"u1", "a1"}) == []
