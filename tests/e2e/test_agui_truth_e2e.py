@@ -135,25 +135,28 @@ def published_thread(drivers: Drivers, url: str, thread: str, state: Path) -> di
 # -- a native cancel ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("via", ["the owner", "another process"])
 def test_a_native_cancel_drops_the_turn_from_the_transcript_and_a_resend_runs_it(
-    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
+    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path, via: str
 ) -> None:
-    server = serve(start_server)
+    storage = f"file:{tmp_path / 'store'}"
+    server = serve(start_server, storage)
+    other = server if via == "the owner" else serve(start_server, storage)
     thread, state = uuid.uuid4().hex, tmp_path / "agent.json"
     published_thread(drivers, server.url, thread, state)
     held = drivers.start(server.url, threadId=thread, state=str(state),
                          steps=[{"add": {"id": "m2", "text": "hold:c1 coffee"}}])
     gates.wait_entered("c1")  # the draft's superstep committed; the review is held
-    cancelled = httpx.post(f"{server.url}/v1/conversations/{thread}/cancel", timeout=30)
+    cancelled = httpx.post(f"{other.url}/v1/conversations/{thread}/cancel", timeout=30)
     assert cancelled.status_code == 200 and cancelled.json()["cancelled"] is True
     (run,) = drivers.result(held)["runs"]
     assert run["rejected"] is None and run["outcome"] == {"type": "cancelled"}, run
 
-    (reconnect,) = drivers.run(server.url, threadId=thread, steps=[{}])["runs"]
+    (reconnect,) = drivers.run(other.url, threadId=thread, steps=[{}])["runs"]
     assert last_snapshot(reconnect) == PUBLISHED  # neither the message nor its draft
 
     gates.release("c1")
-    (resent,) = drivers.run(server.url, threadId=thread, steps=[
+    (resent,) = drivers.run(other.url, threadId=thread, steps=[
         {"messages": [user("m1", "tea"), user("m2", "hold:c1 coffee")]}])["runs"]
     (asked,) = resent["outcome"]["interrupts"]
     assert asked["metadata"]["checkflow"]["requestData"]["draft"] == "hold:c1 coffee"
@@ -275,6 +278,29 @@ def test_a_retry_while_the_run_runs_attaches_to_it(
     assert handler_runs(gates) == ["draft:hold:r1 tea", "review:hold:r1 tea"]
 
 
+def test_a_retry_from_another_process_while_the_run_runs_attaches_to_it(
+    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
+) -> None:
+    storage = f"file:{tmp_path / 'store'}"
+    owner_server, other = serve(start_server, storage), serve(start_server, storage)
+    thread = uuid.uuid4().hex
+    first = {"runId": "run-1", "add": {"id": "m1", "text": "hold:r2 tea"}}
+    owner = drivers.start(owner_server.url, threadId=thread, steps=[first])
+    gates.wait_entered("r2")
+    marker = tmp_path / "retry.started"
+    retry = drivers.start(other.url, threadId=thread, steps=[{
+        "runId": "run-1", "messages": [user("m1", "hold:r2 tea")], "started": str(marker)}])
+    wait_started(marker, retry)
+    gates.release("r2")
+    (ran,) = drivers.result(owner)["runs"]
+    (attached,) = drivers.result(retry)["runs"]
+    assert attached["rejected"] is None, attached["rejected"]
+    assert attached["outcome"] == ran["outcome"] and interrupt_ids(ran), (ran, attached)
+    assert last_snapshot(attached) == last_snapshot(ran)
+    assert "STEP_STARTED" not in attached["events"]  # a non-owner sees commits, not steps
+    assert handler_runs(gates) == ["draft:hold:r2 tea", "review:hold:r2 tea"]
+
+
 # -- a reconnect (messages: []) ----------------------------------------------------------------
 
 
@@ -308,6 +334,22 @@ def test_a_reconnect_during_a_first_and_a_later_turn_follows_it_to_its_end(
         (resumed,) = drivers.run(server.url, state=str(state),
                                  steps=[{"resume": "pending", "answers": YES}])["runs"]
         assert resumed["outcome"] == {"type": "success"}, (gate, resumed)
+
+
+def test_a_reconnect_from_another_process_follows_the_turn_to_its_end(
+    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
+) -> None:
+    storage = f"file:{tmp_path / 'store'}"
+    owner, other = serve(start_server, storage), serve(start_server, storage)
+    thread, state = uuid.uuid4().hex, tmp_path / "agent.json"
+    published_thread(drivers, owner.url, thread, state)
+    held = drivers.start(owner.url, threadId=thread, state=str(state),
+                         steps=[{"add": {"id": "m2", "text": "hold:f1 coffee"}}])
+    ran, followed = _reconnect_during(drivers, other.url, thread, gates, "f1", tmp_path, held)
+    assert followed["rejected"] is None, followed["rejected"]
+    assert interrupt_ids(ran) and followed["outcome"] == ran["outcome"], followed
+    assert last_snapshot(followed) == [*PUBLISHED, ("user", "hold:f1 coffee"),
+                                       ("assistant", "draft: hold:f1 coffee")]
 
 
 # -- a kill mid-turn, then a restart -----------------------------------------------------------
