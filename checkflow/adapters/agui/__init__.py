@@ -9,14 +9,16 @@ The rules, which clients can rely on:
 - **Ids.** ``threadId`` IS the host conversation id, scoped by the request's principal, so a
   thread paused over AG-UI is the conversation ``/v1/conversations/{threadId}`` of the native
   API (inspect it, or answer it there, and vice versa). ``threadId`` and ``runId`` are echoed
-  exactly as sent; the run id is not stored.
-- **Input and de-duplication.** Clients resend the whole history. The adapter keeps, per
-  thread, the transcript of every message the thread took in or produced (in the host's
-  adapter records, ``host.records("agui")``: durable in the host's session store and shared by
-  every process using it). Only messages whose ids are not in it are new. For a chat-shaped
-  start (``HostDescription.chat_input``) the new messages become the ``message``, a list of
-  ``ChatMessage``; otherwise the text of the last new user message is, converted by the host to
-  the start executor's input type. A run that fails records nothing, so its input stays new.
+  exactly as sent; the ``runId`` is the turn's idempotency key.
+- **The thread is the checkpoint's lineage.** No adapter record: each turn is run with its
+  origin (``runId`` and new messages), committed with its first snapshot, and the transcript,
+  seen message ids and issued interrupts are rendered from ``Host.turns``. So a native cancel,
+  answer or ``DELETE``, a branch or a crash shows over AG-UI exactly as the checkpoint has it.
+  Only messages after the last one on the lineage are new; for a chat-shaped start
+  (``HostDescription.chat_input``) they become a list of ``ChatMessage``, otherwise the text of
+  the last new user message is the input.
+- **Retries.** A retry of a committed run (same ``runId``) replays its outcome and runs no
+  handler; a retry of a running one attaches to it; ``run_id_reused`` if it brings new input.
 - **Stream.** ``RUN_STARTED`` (``protocolVersion: "1.0"``), balanced ``STEP_*`` per
   superstep, text outputs (``str``, ``ChatMessage``, agent responses; agent deltas live) as
   ``TEXT_MESSAGE_*``, other outputs as ``CUSTOM`` ``checkflow:output``, the shared state as
@@ -24,21 +26,25 @@ The rules, which clients can rely on:
   ``interrupt`` or ``cancelled``. Nothing after it; ``: ping`` comments while idle.
 - **Interrupts.** One per pending request: ``id`` = request id, ``reason`` ``input_required``,
   ``responseSchema`` = the response type's JSON Schema, ``message`` from the request data's
-  text, ``metadata.checkflow`` = ``{requestData, sourceExecutorId, resumeToken}``. A run with
-  no new messages and no ``resume`` replays the thread: its snapshot and open interrupts.
+  text, ``metadata.checkflow`` = ``{requestData, sourceExecutorId, resumeToken}``.
+- **Reconnect.** A run with no new messages and no ``resume`` follows the turn running now (from
+  any process: another one sees committed supersteps, not steps or token deltas) to its end,
+  then tells the thread: its snapshot and open interrupts, ``turn_failed`` if its last turn
+  failed or died, or ``cancelled``.
 - **Resume.** ``resume[]`` answers open interrupts (``status: "cancelled"`` answers
   ``RequestCancelled()``). Each breach is ``RUN_STARTED`` + ``RUN_ERROR`` with its own code,
   commits nothing and leaves the interrupts answerable: ``resume_required`` (new messages, no
   resume), ``resume_incomplete``, ``unknown_interrupt``, ``duplicate_interrupt``,
-  ``input_with_resume``, ``invalid_resume_payload``. Resending a resume already applied is
-  ``already_resolved`` (the handler never runs twice). A resume whose run fails is not
-  consumed: sending it again works.
+  ``input_with_resume``, ``invalid_resume_payload``. A late reply (a resume of an interrupt
+  no longer open, under a new ``runId``) is ``already_resolved``, never a silent fork. A
+  resume whose run fails is not consumed: sending it again works.
 - **Branching.** ``forwardedProps.checkflow.fromSnapshot`` and ``.resumeToken``
   (``{checkpointId, snapshotId}``) go to ``host.run``; a stale token is ``stale_resume_token``.
 - **Errors.** Before the stream: 415 media type, 400 malformed JSON, 422 schema (names the
   field), 401 no principal, 409 busy thread (at once, never queued). After it opens: a
   ``RUN_ERROR`` (``workflow_failed`` and others), the checkpoint at its last good snapshot. A
-  client that disconnects cancels the run at the next superstep boundary.
+  client that disconnects, a native cancel and a shutdown end the turn at its next superstep
+  boundary (``RUN_FINISHED`` ``cancelled``).
 """
 
 from __future__ import annotations
