@@ -10,6 +10,7 @@ a JSON object -> echoed back as data. ``echo_message`` takes the whole ``A2AMess
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,9 @@ class Gate:
     release: asyncio.Event = field(default_factory=asyncio.Event)
     answer_entered: asyncio.Event = field(default_factory=asyncio.Event)
     answer_release: asyncio.Event | None = None
+    runs: Counter[str] = field(default_factory=Counter)
+    """How often each handler really ran: the start by its input word, the answer as
+    ``"answer"`` (so a test shows a replay runs nothing)."""
 
 
 class Start(Executor):
@@ -42,6 +46,7 @@ class Start(Executor):
 
     @handler
     async def text(self, text: str, ctx: WorkflowContext) -> None:
+        self._gate.runs[text] += 1
         if text == "hello":
             await ctx.yield_output("hello back")
         elif text == "data":
@@ -74,6 +79,7 @@ class Start(Executor):
 
     @response_handler
     async def answered(self, request: dict, approved: bool, ctx: WorkflowContext) -> None:
+        self._gate.runs["answer"] += 1
         if self._gate.answer_release is not None:
             self._gate.answer_entered.set()
             await asyncio.wait_for(self._gate.answer_release.wait(), 10)
@@ -98,8 +104,17 @@ def build(gate: Gate | None = None) -> Workflow:
 
 
 class Inspect(Executor):
+    def __init__(self, id: str, gate: Gate) -> None:
+        super().__init__(id)
+        self._gate = gate
+
     @handler
     async def whole(self, message: A2AMessage, ctx: WorkflowContext) -> None:
+        if message.text() == "hold":  # held in its first superstep, before any output
+            self._gate.entered.set()
+            await asyncio.wait_for(self._gate.release.wait(), 10)
+            await ctx.send_message("released")
+            return
         if message.text() == "reply":
             await ctx.yield_output(A2AMessage(parts=[A2APart.of_text("a direct reply")]))
             return
@@ -115,6 +130,9 @@ class Inspect(Executor):
                        "metadata": p.metadata} for p in message.parts]})
 
 
-def build_whole_message() -> Workflow:
-    """A start executor that declares ``A2AMessage`` as its input."""
-    return WorkflowBuilder(start_executor=Inspect("inspect"), name="inspector").build()
+def build_whole_message(gate: Gate | None = None) -> Workflow:
+    """A start executor that declares ``A2AMessage`` as its input (``hold`` ends in a second
+    executor, as above)."""
+    inspect = Inspect("inspect", gate or Gate())
+    return WorkflowBuilder(start_executor=inspect, name="inspector").add_edge(
+        inspect, Finish("finish")).build()

@@ -1,0 +1,187 @@
+"""Issue 27 in process (both bindings): every A2A view is the checkpoint's, every turn once.
+
+A cancelled pause leaves no request behind, a start taking ``A2AMessage`` has its task before
+its first output,
+a retried ``messageId`` replays without running a handler (after a restart too), a reply to
+an answered request is refused, and a branch is only ever explicit
+(``metadata.checkflow.fromSnapshot``). The server-process versions (kills, a second server,
+SIGTERM) and the ones that read a stream while it is open (``httpx.ASGITransport`` hands a
+response over only once it is complete) are in ``tests/e2e/test_a2a_truth_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("a2a")
+
+from a2a.types import a2a_pb2
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from a2a_flows import Gate, build, build_whole_message
+from conftest import ClientMaker, make_app, send, send_task, user_message
+
+from checkflow.adapters.a2a._parts import proto_value, python_value
+from checkflow.hosting import WorkflowHost
+
+INPUT_REQUIRED = a2a_pb2.TASK_STATE_INPUT_REQUIRED
+COMPLETED = a2a_pb2.TASK_STATE_COMPLETED
+CANCELED = a2a_pb2.TASK_STATE_CANCELED
+LIVE = (a2a_pb2.TASK_STATE_SUBMITTED, a2a_pb2.TASK_STATE_WORKING)
+
+
+def meta(task: a2a_pb2.Task) -> dict[str, Any]:
+    found = python_value(task.metadata).get("checkflow", {}) if task.HasField(
+        "metadata") else {}
+    assert isinstance(found, dict)
+    return found
+
+
+def request_id(task: a2a_pb2.Task) -> str:
+    (rid,) = meta(task)["pending_request_ids"]
+    return str(rid)
+
+
+def answer(task: a2a_pb2.Task, value: Any, *, rid: str | None = None,
+           message_id: str | None = None) -> a2a_pb2.Message:
+    message = user_message(a2a_pb2.Part(data=proto_value({rid or request_id(task): value})),
+                           task_id=task.id)
+    if message_id:
+        message.message_id = message_id
+    return message
+
+
+def texts(task: a2a_pb2.Task) -> list[str]:
+    return [p.text for a in task.artifacts for p in a.parts if p.text]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: cancelling an INPUT_REQUIRED task keeps its "
+                   "request pending for the context's next task")
+async def test_cancelling_an_input_required_task_leaves_no_request_behind(
+        connect: ClientMaker, host: WorkflowHost) -> None:
+    client = await connect()
+    paused = await send_task(client, user_message("ask", context_id="t-cancel"))
+    assert (await client.cancel_task(a2a_pb2.CancelTaskRequest(id=paused.id))
+            ).status.state == CANCELED
+    state = await host.get_conversation("t-cancel", principal="alice")
+    assert dict(state.pending_requests) == {}
+    after = await send_task(client, user_message("hello", context_id="t-cancel"))
+    assert (after.status.state, texts(after), meta(after)["pending_request_ids"]) == (
+        COMPLETED, ["hello back"], [])
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a start taking A2AMessage announces its task "
+                   "only at the first output")
+async def test_a_task_of_a_start_taking_a2a_message_exists_before_its_first_output(
+        connect: ClientMaker, stores: Any) -> None:
+    gate = Gate()
+    app = make_app(WorkflowHost(build_whole_message(gate), session_store=stores[0],
+                                checkpoint_storage=stores[1]))
+    client = await connect(target=app)
+    sending = asyncio.create_task(send_task(client, user_message("hold", context_id="t-whole"),
+                                            return_immediately=True))
+    try:
+        await asyncio.wait_for(gate.entered.wait(), 10)  # held before its first output
+        await asyncio.wait({sending}, timeout=5.0)
+        assert sending.done(), "SendMessage did not return before the first output"
+        task = sending.result()
+        assert task.status.state in LIVE
+        assert (await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+                ).status.state in LIVE
+        assert (await client.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id))
+                ).status.state == CANCELED
+    finally:
+        gate.release.set()
+        await asyncio.wait({sending}, timeout=10.0)
+        await settled(client, sending)
+    final = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+    assert final.status.state == CANCELED and texts(final) == []
+
+
+async def settled(client: Any, sending: asyncio.Task[a2a_pb2.Task]) -> None:
+    """Wait (bounded) until the sent task's run has ended, so no run outlives its test."""
+    if not sending.done() or sending.exception() is not None:
+        return
+    for _ in range(1000):
+        got = await client.get_task(a2a_pb2.GetTaskRequest(id=sending.result().id))
+        if got.status.state not in LIVE:
+            return
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a retried messageId starts another task and "
+                   "runs the handler again")
+async def test_a_retried_message_id_replays_its_task_after_a_restart_too(
+        connect: ClientMaker, stores: Any) -> None:
+    gate = Gate()
+
+    def app() -> Any:  # a fresh host on the same stores: a restart
+        return make_app(WorkflowHost(build(gate), session_store=stores[0],
+                                     checkpoint_storage=stores[1]))
+
+    client = await connect(target=app())
+    first = user_message("hello", context_id="t-retry")
+    done = await send_task(client, first)
+    assert (await send_task(client, first)).id == done.id
+    paused = await send_task(client, user_message("ask", context_id="t-retry"))
+    reply = answer(paused, True, message_id="t-retry-answer")
+    answered = await send_task(client, reply)
+    again = await send_task(client, reply)
+    assert (again.id, again.status.state, texts(again)) == (paused.id, COMPLETED,
+                                                            texts(answered))
+    restarted = await connect(target=app())
+    late = await send_task(restarted, first)
+    assert (late.id, texts(late)) == (done.id, ["hello back"])
+    assert (await send_task(restarted, reply)).id == paused.id
+    assert (gate.runs["hello"], gate.runs["ask"], gate.runs["answer"]) == (1, 1, 1)
+    listed = await restarted.list_tasks(a2a_pb2.ListTasksRequest(context_id="t-retry"))
+    assert [t.id for t in listed.tasks] == [paused.id, done.id]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a reply to an already answered request is "
+                   "taken as the answer to the next one instead of refused")
+async def test_a_reply_to_an_answered_request_is_refused_and_keeps_the_task(
+        connect: ClientMaker, gate: Gate, host: WorkflowHost) -> None:
+    client = await connect()
+    paused = await send_task(client, user_message("ask2", context_id="t-late"))
+    again = await send_task(client, answer(paused, True))
+    assert again.status.state == INPUT_REQUIRED
+    # a late reply still naming the first request, as a bare value (the 'any one value' rule
+    # must not take it for the second request)
+    late = user_message(a2a_pb2.Part(data=proto_value({request_id(paused): False})),
+                        task_id=paused.id)
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await send(client, late)
+    assert (refused.value.data or {}).get("reason") == "already_answered", refused.value
+    kept = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
+    assert kept.status.state == INPUT_REQUIRED and request_id(kept) == request_id(again)
+    assert gate.runs["answer"] == 1
+    state = await host.get_conversation("t-late", principal="alice")
+    assert list(state.pending_requests) == [request_id(again)]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: metadata checkflow.fromSnapshot does not "
+                   "branch a task")
+async def test_a_branch_is_explicit_from_a_snapshot_and_a_new_task(
+        connect: ClientMaker, gate: Gate, host: WorkflowHost) -> None:
+    client = await connect()
+    paused = await send_task(client, user_message("ask", context_id="t-branch"))
+    snapshot = meta(paused)["resume_token"]["snapshot_id"]
+    assert texts(await send_task(client, answer(paused, True))) == ["published"]
+    branch = user_message(a2a_pb2.Part(data=proto_value({request_id(paused): False})),
+                          context_id="t-branch")
+    branch.metadata.update({"checkflow": {"fromSnapshot": snapshot}})
+    forked = await send_task(client, branch)
+    assert forked.id != paused.id
+    assert (forked.status.state, texts(forked)) == (COMPLETED, ["dropped"])
+    assert (await host.get_conversation("t-branch", principal="alice")).outputs[-1:] == [
+        "dropped"]
+    kept = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
+    assert (kept.status.state, texts(kept)) == (COMPLETED, ["published"])
+    assert gate.runs["answer"] == 2
+    unknown = user_message("hello", context_id="t-branch")
+    unknown.metadata.update({"checkflow": {"fromSnapshot": "no-such-snapshot"}})
+    with pytest.raises(InvalidParamsError, match="no-such-snapshot"):
+        await send(client, unknown)
