@@ -122,7 +122,7 @@ class _Run:
                 return respond(streams.refused(
                     "run_id_reused", f"run {body.run_id!r} already ran on this thread with "
                     f"other input; a new run needs a new runId"))
-            return respond(streams.replay(committed, view))
+            return respond(streams.guarded(streams.replay(committed, view)))
         message = await run._message(fresh)
         open_ids = set(view.open)
         if options.from_snapshot is not None:
@@ -134,7 +134,7 @@ class _Run:
         except ResumeViolation as violation:
             return respond(streams.refused(violation.code, violation.message))
         if message is None and responses is None:
-            return respond(streams.reconnect(view))
+            return respond(streams.guarded(streams.reconnect(view)))
         taken = [wire_message(m) for m in fresh]
         token = None if options.resume_token is None else ResumeToken(*options.resume_token)
         try:
@@ -146,7 +146,7 @@ class _Run:
         except TurnInProgressError as exc:
             if exc.idempotency_key != body.run_id:
                 raise
-            return respond(streams.attach(exc.turn_id))  # the same run, still running
+            return respond(streams.guarded(streams.attach(exc.turn_id)))  # still running
         except ConversationBusyError:
             raise  # HTTP 409 at once, through the app's error mapping
         except CheckflowError as exc:
@@ -154,7 +154,7 @@ class _Run:
                 raise
             return respond(streams.refused(error_code(exc, _REFUSED_CODES), str(exc)))
         if isinstance(turn, ReplayedTurn):  # committed meanwhile by another request
-            return respond(streams.replay(turn.record, await streams.view()))
+            return respond(streams.guarded(streams.replay(turn.record, await streams.view())))
         return respond(streams.run(turn, view, taken, branched=options.from_snapshot is not None,
                                    refused=_REFUSED_CODES))
 

@@ -9,7 +9,7 @@ checkpoint or a session itself, nor import a private hosting module.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import BaseEvent
@@ -183,8 +183,21 @@ class Streams:
         ):
             yield _frame(translated)
 
+    async def guarded(self, events: AsyncGenerator[ServerSentEvent, None]
+                      ) -> AsyncIterator[ServerSentEvent]:
+        """``events``, but a failure after the stream opened ends it with ``RUN_ERROR``."""
+        try:
+            async for event in events:
+                yield event
+        except Exception as exc:  # a store that failed while following or reading the thread
+            if not self.translator.finished:
+                for translated in self.translator.error(error_code(exc), describe(exc)):
+                    yield _frame(translated)
+        finally:
+            await events.aclose()
+
     async def replay(self, record: TurnRecord, view: ThreadView
-                     ) -> AsyncIterator[ServerSentEvent]:
+                     ) -> AsyncGenerator[ServerSentEvent, None]:
         """A retry (same runId) of a committed turn: its recorded outcome; nothing runs."""
         yield _frame(self.translator.started())
         self.translator.name_messages(message_ids(record.turn_id))
@@ -195,7 +208,7 @@ class Streams:
         for translated in await self._ending(record, state, view):
             yield _frame(translated)
 
-    async def attach(self, turn_id: str) -> AsyncIterator[ServerSentEvent]:
+    async def attach(self, turn_id: str) -> AsyncGenerator[ServerSentEvent, None]:
         """A retry (same runId) of a turn still running: follow it to its end, then its
         outcome."""
         yield _frame(self.translator.started())
@@ -208,7 +221,7 @@ class Streams:
         for event in await self._ending(record, state, view, missing_is_failure=True):
             yield _frame(event)
 
-    async def reconnect(self, view: ThreadView) -> AsyncIterator[ServerSentEvent]:
+    async def reconnect(self, view: ThreadView) -> AsyncGenerator[ServerSentEvent, None]:
         """Nothing new and nothing to resume: follow the turn running now, if any, to its end;
         then the thread as it stands (its open interrupts, or how its last turn ended)."""
         yield _frame(self.translator.started())

@@ -17,7 +17,7 @@ import pytest
 
 from checkflow.adapters.agui import AGUIAdapter, default_adapter
 from checkflow.agents import ScriptedAgent
-from checkflow.errors import CorruptSessionError
+from checkflow.errors import CorruptSessionError, StorageUnavailableError
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
 from checkflow.sessions import AgentSession, InMemorySessionStore
 from checkflow.storage import InMemoryCheckpointStorage
@@ -576,3 +576,29 @@ async def test_a_reconnect_to_a_thread_that_never_ran_is_an_empty_success(
     events = await post(client, run_input("t-none", []))
     assert types(events) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     assert events[1]["messages"] == [] and events[-1]["outcome"] == {"type": "success"}
+
+
+class _LoadsFailAfter(InMemoryCheckpointStorage):
+    """A real in-memory storage whose loads fail once ``fail_after`` more have succeeded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_after: int | None = None
+
+    async def load(self, checkpoint_id: str) -> Any:
+        if self.fail_after is not None:
+            if self.fail_after <= 0:
+                raise StorageUnavailableError(f"the disk holding {checkpoint_id!r} went away")
+            self.fail_after -= 1
+        return await super().load(checkpoint_id)
+
+
+async def test_a_store_that_fails_after_the_stream_opened_ends_it_with_run_error() -> None:
+    storage = _LoadsFailAfter()
+    host = WorkflowHost(chat, checkpoint_storage=storage)
+    async with client_for(create_app(host, adapters=[AGUIAdapter()])) as client:
+        await post(client, run_input("t", [user("one")]))
+        storage.fail_after = 1  # the thread's lineage reads; the reconnect's next read fails
+        events = await post(client, run_input("t", []))
+    assert types(events) == ["RUN_STARTED", "RUN_ERROR"], events
+    assert "went away" in events[-1]["message"]
