@@ -154,6 +154,7 @@ def test_a_native_cancel_drops_the_turn_from_the_transcript_and_a_resend_runs_it
 
     (reconnect,) = drivers.run(other.url, threadId=thread, steps=[{}])["runs"]
     assert last_snapshot(reconnect) == PUBLISHED  # neither the message nor its draft
+    assert reconnect["outcome"] == {"type": "cancelled"}, reconnect  # how the last turn ended
 
     gates.release("c1")
     (resent,) = drivers.run(other.url, threadId=thread, steps=[
