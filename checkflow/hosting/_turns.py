@@ -189,13 +189,15 @@ def locate_turn(
     running: Any = lease.get("turn") if isinstance(lease, dict) else None
     if matches(running) and lease_live:
         return _running(running, checkpoint)
-    if checkpoint is not None:
-        found = _in_graph(checkpoint, good_head, workflow, matches)
-        if found is not None:
-            return found
+    found = None if checkpoint is None else _in_graph(checkpoint, good_head, workflow, matches)
+    if found is not None and found.on_lineage:
+        return found
+    outcome = recorded_outcome(state, turn_id=turn_id, key=key)
+    if outcome is not None:  # failed or cancelled: what it committed is not its outcome
+        return outcome
     if matches(running):  # a dead owner's turn, not yet settled by a takeover
         return _dead(running, checkpoint)
-    return recorded_outcome(state, turn_id=turn_id, key=key)
+    return found  # committed, on a line a branch left
 
 
 def _in_graph(checkpoint: Checkpoint, good_head: str | None, workflow: Workflow | None,
