@@ -334,8 +334,6 @@ def test_a_deleted_response_is_gone_but_its_turn_stays_in_the_conversation(
 # -- no zombie turns: a killed owner ---------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: Host.find_turn gives a dead owner's turn "
-                   "without its origin data, so the killed response is a 404, not failed")
 def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_ends(
     start_server: Start, gates: Gates,
 ) -> None:
@@ -414,7 +412,7 @@ def test_a_cancel_from_another_process_stops_the_run_within_about_a_second(
     assert cancelled["status"] == "cancelled"
     _wait_for(Path(gates.folder) / "c.cancelled", 20)
     stopped = time.monotonic() - began
-    assert stopped < 4, f"the owner stopped the run {stopped:.1f} s after the cancel"
+    assert stopped < 5, f"the owner stopped the run {stopped:.1f} s after the cancel"  # poll: 1 s
     gates.release("c")
     assert _retrieve(_client(owner), started["id"])["status"] == "cancelled"
     assert _native(owner, "cancel-me")["resume_token"] == head
