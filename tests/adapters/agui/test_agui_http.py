@@ -198,6 +198,24 @@ async def test_an_agent_host_streams_its_reply_as_text() -> None:
     assert types(events).count("TEXT_MESSAGE_START") == types(events).count("TEXT_MESSAGE_END")
 
 
+async def test_an_agent_host_thread_is_its_turns_and_a_retry_replays_the_reply() -> None:
+    host = AgentHost(ScriptedAgent("bot", ["hello there", "bye now", "never said"]))
+    async with client_for(create_app(host, adapters=[AGUIAdapter()])) as client:
+        first = await post(client, run_input("t-a", [user("hi", "u1")]))
+        snapshot = next(e for e in first if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        body = run_input("t-a", [*snapshot, user("again", "u2")])
+        second = await post(client, body)
+        retried = await post(client, body)
+        reconnect = await post(client, run_input("t-a", []))
+    shown = next(e for e in reconnect if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+    assert [(m["role"], m["content"]) for m in shown] == [
+        ("user", "hi"), ("assistant", "hello there"), ("user", "again"), ("assistant", "bye now")]
+    replayed = "".join(e["delta"] for e in retried if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert replayed == "bye now" and retried[-1] == second[-1]  # the agent did not run again
+    streamed = [e["messageId"] for e in second if e["type"] == "TEXT_MESSAGE_START"]
+    assert streamed == [m["id"] for m in shown[3:]]  # the live ids are the transcript's
+
+
 # -- input de-duplication ---------------------------------------------------------------------
 
 
