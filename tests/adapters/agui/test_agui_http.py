@@ -620,3 +620,17 @@ async def test_a_store_that_fails_after_the_stream_opened_ends_it_with_run_error
         events = await post(client, run_input("t", []))
     assert types(events) == ["RUN_STARTED", "RUN_ERROR"], events
     assert "went away" in events[-1]["message"]
+
+
+async def test_a_turn_whose_new_messages_pass_the_record_bound_is_refused_before_it_runs(
+) -> None:
+    host = WorkflowHost(chat, max_record_bytes=2_000)
+    async with client_for(create_app(host, adapters=[AGUIAdapter()])) as client:
+        ok = await post(client, run_input("t-b", [user("small", "u1")]))
+        before = await host.get_conversation("t-b")
+        response = await client.post("/agui", json=run_input("t-b", [user("x" * 3_000)]))
+    assert response.status_code == 409, response.text
+    refused = response.json()["error"]
+    assert refused["code"] == "record_too_large" and refused["limit"] == 2_000
+    assert ok[-1]["outcome"] == {"type": "success"}
+    assert (await host.get_conversation("t-b")).resume_token == before.resume_token
