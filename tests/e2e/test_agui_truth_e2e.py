@@ -317,40 +317,28 @@ def _reconnect_during(drivers: Drivers, url: str, thread: str, gates: Any, gate:
     return ran, followed
 
 
+@pytest.mark.parametrize("via", ["the owner", "another process"])
 def test_a_reconnect_during_a_first_and_a_later_turn_follows_it_to_its_end(
-    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
+    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path, via: str
 ) -> None:
-    server = serve(start_server)
+    storage = f"file:{tmp_path / 'store'}"
+    server = serve(start_server, storage)
+    other = server if via == "the owner" else serve(start_server, storage)
     thread, state = uuid.uuid4().hex, tmp_path / "agent.json"
     for gate, text, step in (("g1", "hold:g1 tea", "m1"), ("g2", "hold:g2 coffee", "m2")):
         held = drivers.start(server.url, threadId=thread, state=str(state),
                              steps=[{"add": {"id": step, "text": text}}])
-        ran, followed = _reconnect_during(drivers, server.url, thread, gates, gate,
+        ran, followed = _reconnect_during(drivers, other.url, thread, gates, gate,
                                           tmp_path, held)
         assert followed["rejected"] is None, (gate, followed["rejected"])
         assert interrupt_ids(ran) and followed["outcome"] == ran["outcome"], (gate, followed)
         assert ("assistant", f"draft: {text}") in last_snapshot(followed), gate
-        (after,) = drivers.run(server.url, threadId=thread, steps=[{}])["runs"]
+        assert last_snapshot(followed) == last_snapshot(ran), gate
+        (after,) = drivers.run(other.url, threadId=thread, steps=[{}])["runs"]
         assert after["outcome"] == ran["outcome"], gate  # after the end: the outcome
         (resumed,) = drivers.run(server.url, state=str(state),
                                  steps=[{"resume": "pending", "answers": YES}])["runs"]
         assert resumed["outcome"] == {"type": "success"}, (gate, resumed)
-
-
-def test_a_reconnect_from_another_process_follows_the_turn_to_its_end(
-    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
-) -> None:
-    storage = f"file:{tmp_path / 'store'}"
-    owner, other = serve(start_server, storage), serve(start_server, storage)
-    thread, state = uuid.uuid4().hex, tmp_path / "agent.json"
-    published_thread(drivers, owner.url, thread, state)
-    held = drivers.start(owner.url, threadId=thread, state=str(state),
-                         steps=[{"add": {"id": "m2", "text": "hold:f1 coffee"}}])
-    ran, followed = _reconnect_during(drivers, other.url, thread, gates, "f1", tmp_path, held)
-    assert followed["rejected"] is None, followed["rejected"]
-    assert interrupt_ids(ran) and followed["outcome"] == ran["outcome"], followed
-    assert last_snapshot(followed) == [*PUBLISHED, ("user", "hold:f1 coffee"),
-                                       ("assistant", "draft: hold:f1 coffee")]
 
 
 # -- a kill mid-turn, then a restart -----------------------------------------------------------
