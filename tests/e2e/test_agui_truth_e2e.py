@@ -341,6 +341,30 @@ def test_a_reconnect_during_a_first_and_a_later_turn_follows_it_to_its_end(
         assert resumed["outcome"] == {"type": "success"}, (gate, resumed)
 
 
+def test_a_follower_in_another_process_sees_each_superstep_as_it_commits(
+    start_server: Any, drivers: Drivers, gates: Any, tmp_path: Path
+) -> None:
+    storage = f"file:{tmp_path / 'store'}"
+    owner, other = serve(start_server, storage), serve(start_server, storage)
+    thread = uuid.uuid4().hex
+    held = drivers.start(owner.url, threadId=thread,
+                         steps=[{"add": {"id": "m1", "text": "hold:s2 tea"}}])
+    gates.wait_entered("s2")  # superstep 1 (the draft) committed; superstep 2 is held
+    seen = tmp_path / "follower.text"
+    follower = drivers.start(other.url, threadId=thread, steps=[{"text": str(seen)}])
+    end = time.monotonic() + DEADLINE
+    while not seen.exists():  # the draft arrives while the turn is still held
+        assert follower.poll() is None, "the follower ended before the turn did"
+        assert time.monotonic() < end, "the follower never saw the committed draft"
+        time.sleep(0.005)
+    assert seen.read_text() == "draft: hold:s2 tea"
+    gates.release("s2")
+    (ran,) = drivers.result(held)["runs"]
+    (followed,) = drivers.result(follower)["runs"]
+    assert followed["outcome"] == ran["outcome"] and interrupt_ids(ran), followed
+    assert "STEP_STARTED" not in followed["events"]  # steps are the owner's alone
+
+
 # -- a kill mid-turn, then a restart -----------------------------------------------------------
 
 

@@ -36,7 +36,7 @@ function userMessage(text) {
   return { id: randomUUID(), role: "user", content: text };
 }
 
-async function run(agent, parameters = {}, startedMarker = undefined) {
+async function run(agent, parameters = {}, startedMarker = undefined, textMarker = undefined) {
   const runId = parameters.runId ?? randomUUID();
   const record = { runId, events: [], runErrors: [], outcome: null, rejected: null,
                    snapshots: [], deltas: [] };
@@ -52,6 +52,7 @@ async function run(agent, parameters = {}, startedMarker = undefined) {
     },
     onTextMessageContentEvent: ({ event }) => {
       record.deltas.push(event.delta);
+      if (textMarker) writeFileSync(textMarker, event.delta);
     },
     onRunErrorEvent: ({ event }) => {
       record.runErrors.push({ code: event.code ?? null, message: event.message });
@@ -109,7 +110,8 @@ async function waitForFile(path, seconds = 30) {
 // One step of the `script` scenario: the run's messages (`messages` replaces the agent's,
 // `add` appends one user message {id?, text}), its `runId`, `resume` ("pending": answer the
 // agent's open interrupts with `answers`; or a raw resume[] array), `forwardedProps`, and
-// `started` (a file written once RUN_STARTED arrives, so a test knows the stream is open).
+// `started` (a file written once RUN_STARTED arrives, so a test knows the stream is open),
+// `text` (a file written at each TEXT_MESSAGE_CONTENT, holding its delta).
 async function step(agent, spec) {
   if (spec.messages) agent.setMessages(spec.messages);
   if (spec.add) agent.addMessage({ ...userMessage(spec.add.text), ...(spec.add.id && { id: spec.add.id }) });
@@ -119,7 +121,7 @@ async function step(agent, spec) {
   if (spec.forwardedProps) parameters.forwardedProps = spec.forwardedProps;
   if (spec.resume === "pending") parameters.resume = answersFor(agent, spec.answers ?? []);
   else if (spec.resume) parameters.resume = spec.resume;
-  return run(agent, parameters, spec.started);
+  return run(agent, parameters, spec.started, spec.text);
 }
 
 const scenarios = {
