@@ -42,7 +42,8 @@ class SessionCheckpoint:
 
 
 async def load_session_checkpoint(
-    state: Mapping[str, Any], storage: CheckpointStorage | None, *, owner: str
+    state: Mapping[str, Any], storage: CheckpointStorage | None, *, owner: str,
+    loaded: Checkpoint | None = None,
 ) -> SessionCheckpoint | None:
     """The session's checkpoint at its last good head, or ``None`` when there is none to resume.
 
@@ -53,7 +54,9 @@ async def load_session_checkpoint(
     expected head and what storage has, instead of quietly starting over: the caller
     decides (a host's ``recover``). A reference without a ``storage`` to load it from,
     or a value that is neither a checkpoint nor a reference, raises ``AgentError`` naming
-    ``owner`` (the session or conversation, for the message).
+    ``owner`` (the session or conversation, for the message). ``loaded`` is the referenced
+    checkpoint when the caller has just loaded it (used instead of a second load when its
+    id is the reference's).
     """
     held = state.get(CHECKPOINT_KEY)
     if held is None:
@@ -70,7 +73,9 @@ async def load_session_checkpoint(
             "checkpoint_storage was given to load it from")
     head = held.head_snapshot_id
     try:
-        checkpoint = await storage.load(held.checkpoint_id)
+        checkpoint = loaded if loaded is not None and (
+            loaded.checkpoint_id == held.checkpoint_id) else await storage.load(
+            held.checkpoint_id)
     except CheckpointNotFoundError:
         return None  # deleted as a whole (a deliberate act): the conversation starts afresh
     if head is not None and head != checkpoint.head_snapshot_id:

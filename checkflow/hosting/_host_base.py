@@ -76,21 +76,29 @@ class HostBase:
         if there is none, ``ConversationBusyError`` while it runs."""
         await self.delete_conversation(conversation_id, principal=principal)
 
-    async def cancel(self, conversation_id: str, *, principal: str | None = None) -> bool:
+    async def cancel(self, conversation_id: str, *, principal: str | None = None,
+                     turn_id: str | None = None) -> bool:
         """Stop the conversation's active run at its next safe point; ``False`` if none runs.
 
         A run in this host object stops at once (an executor awaiting I/O is cancelled; a
         snapshot commit in flight completes first); its result is ``CANCELLED`` and the
         conversation keeps its last good head. A run owned by another host sharing the
-        session store is asked through its session and stops at that host's next lease
-        renewal (at most ``renew_seconds`` later).
+        session store is asked through its session and stops when that host next reads it
+        (within its ``cancel_poll_seconds``). With ``turn_id`` only that turn is stopped; a
+        host with checkpoints also cancels a committed turn that paused (``WorkflowHost``).
         """
         key = ConversationKey(principal, conversation_id)
         active = self._runs.get(key)
-        if active is not None:
+        if active is not None and turn_id in (None, active.run_id):
             await active.cancel()
             return True
+        if turn_id is not None and await self._running_turn_id(key) != turn_id:
+            return await self._cancel_committed(key, turn_id)
         return await self._leases.request_cancel(key)
+
+    async def _cancel_committed(self, key: ConversationKey, turn_id: str) -> bool:
+        """Cancel a turn that is not running (a host without snapshots has none to undo)."""
+        return False
 
     def subscribe(
         self, conversation_id: str, *, principal: str | None = None, after: int | None = None
@@ -129,15 +137,18 @@ class HostBase:
     ) -> TurnRecord | None:
         """One turn by id or idempotency key, wherever it is recorded; ``None`` if unknown.
 
-        ``state`` is ``"running"`` while a live lease runs it, ``"committed"`` once recorded
-        with the conversation, ``"failed"``/``"cancelled"`` as the session recorded it; a
+        With neither, the turn running now (``None`` if none runs). ``state`` is
+        ``"running"`` while a live lease runs it, ``"committed"`` once recorded with the
+        conversation, ``"failed"``/``"cancelled"`` as the session recorded it; a
         turn whose owner died (its lease expired, or its process is gone) is ``"failed"`` at
         once, before anyone takes the conversation over.
         """
+        key = ConversationKey(principal, conversation_id)
         if turn_id is None and idempotency_key is None:
-            raise ValueError("give a turn_id or an idempotency_key")
-        record, _ = await self._locate(ConversationKey(principal, conversation_id), turn_id,
-                                       idempotency_key)
+            turn_id = await self._running_turn_id(key)
+            if turn_id is None:
+                return None  # asked for the running turn: none runs
+        record, _ = await self._locate(key, turn_id, idempotency_key)
         return record
 
     def follow(

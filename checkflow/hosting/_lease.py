@@ -139,9 +139,10 @@ class ConversationLease:
     def __init__(
         self, manager: LeaseManager, key: ConversationKey, session: AgentSession,
         *, took_over: bool = False, created: bool = False,
-        turn: dict[str, Any] | None = None,
+        turn: dict[str, Any] | None = None, read_version: str | None = None,
     ) -> None:
         self._manager = manager
+        self.read_version = read_version  # the session's version before this lease's write
         self.turn = turn  # the turn this lease runs (id, key, protocol), renewed with it
         self.key = key
         self.session = session
@@ -403,6 +404,7 @@ class LeaseManager:
             _log.warning("conversation session %r: lease of owner %s expired; taking over",
                          session.session_id, previous.get("owner"))
         settle_dead_turn(session.state)
+        read_version = session.version
         session.state[LEASE_KEY] = self.new_lease(turn)
         try:  # not synced to disk (a crash loses it with the run), unless it creates the session
             await self.store.set(session, expected_version=session.version, create=created,
@@ -410,4 +412,4 @@ class LeaseManager:
         except SessionConflictError:
             raise ConversationBusyError(key.conversation_id, retry_after=1.0) from None
         return ConversationLease(self, key, session, took_over=took_over, created=created,
-                                 turn=turn)
+                                 turn=turn, read_version=read_version)

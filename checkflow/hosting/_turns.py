@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from checkflow.workflows import RunStatus, inspect_snapshot
+from checkflow.workflows import RunStatus, inspect_snapshot, pending_request_ids
 
 if TYPE_CHECKING:
     from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
@@ -29,12 +29,15 @@ __all__ = [
     "TurnOrigin",
     "TurnRecord",
     "TurnState",
+    "answered_requests",
+    "iso_time",
     "key_on_lineage",
     "lineage_turns",
     "locate_turn",
     "record_outcome",
     "recorded_outcome",
     "turn_mark",
+    "turns_from",
 ]
 
 OUTCOMES_KEY = "turns"
@@ -240,12 +243,52 @@ def _dead(mark: Mapping[str, Any], checkpoint: Checkpoint | None) -> TurnRecord:
         started_at=snapshots[0].timestamp if snapshots else None)
 
 
+def iso_time(at: float) -> str:
+    """``at`` (epoch seconds) as snapshots write their timestamps (ISO 8601, UTC, ``Z``)."""
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def turns_from(checkpoint: Checkpoint, head: str, turn_id: str
+                ) -> list[tuple[dict[str, Any], CheckpointSnapshot]]:
+    """Each turn on ``head``'s lineage from ``turn_id`` on: its first snapshot's mark (with
+    its data) and that snapshot; empty when ``turn_id`` is not on the lineage."""
+    chain = [checkpoint.get_snapshot(head)]
+    while chain[-1].parent_snapshot_id is not None:
+        chain.append(checkpoint.get_snapshot(chain[-1].parent_snapshot_id))
+    firsts: list[tuple[dict[str, Any], CheckpointSnapshot]] = []
+    for snapshot in reversed(chain):  # root first
+        mark = _mark_of(snapshot)
+        if mark is None or (firsts and firsts[-1][0]["id"] == mark["id"]):
+            continue
+        if firsts or mark["id"] == turn_id:
+            firsts.append((dict(mark), snapshot))
+    return firsts
+
+
+def answered_requests(checkpoint: Checkpoint, responses: Mapping[str, Any]) -> list[str]:
+    """The ids among ``responses`` that the head's lineage shows answered already (an id
+    never asked is left to the engine's own ``InvalidResponseError``)."""
+    head = checkpoint.head_snapshot
+    if head is None or not responses:
+        return []
+    missing = set(responses) - set(pending_request_ids(head))
+    answered: list[str] = []
+    snapshot = head
+    while missing and snapshot.parent_snapshot_id is not None:
+        snapshot = checkpoint.get_snapshot(snapshot.parent_snapshot_id)
+        found = missing & set(pending_request_ids(snapshot))
+        answered.extend(found)
+        missing -= found
+    return sorted(answered)
+
+
 def record_outcome(state: dict[str, Any], turn: Mapping[str, Any], status: str,
-                   error: str | None) -> None:
+                   error: str | None, at: float | None = None) -> None:
     """Append a turn that did not move the head to the session's outcomes (bounded)."""
     outcomes = [o for o in state.get(OUTCOMES_KEY, ()) if isinstance(o, dict)
                 and o.get("id") != turn.get("id")]
-    outcomes.append({**turn, "status": status, "error": error, "at": time.time()})
+    outcomes.append({**turn, "status": status, "error": error,
+                     "at": time.time() if at is None else at})
     state[OUTCOMES_KEY] = outcomes[-MAX_OUTCOMES:]
 
 
@@ -259,8 +302,7 @@ def recorded_outcome(state: Mapping[str, Any], *, turn_id: str | None = None,
                 key is not None and outcome.get("key") == key):
             cancelled = outcome.get("status") == "cancelled"
             at = outcome.get("at")
-            ended = (datetime.fromtimestamp(float(at), UTC).isoformat()
-                     if isinstance(at, (int, float)) else None)
+            ended = iso_time(float(at)) if isinstance(at, (int, float)) else None
             return TurnRecord(
                 str(outcome.get("id")), outcome.get("key"),
                 str(outcome.get("protocol", "native")), dict(outcome.get("data") or {}),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Unpack, overload
@@ -25,7 +26,11 @@ from checkflow.agents import (
     ChatMessage,
     store_session_checkpoint,
 )
-from checkflow.checkpoints import Checkpoint, CheckpointReference, CheckpointStorage
+from checkflow.checkpoints import (
+    Checkpoint,
+    CheckpointReference,
+    CheckpointStorage,
+)
 from checkflow.errors import (
     CheckflowError,
     CheckpointNotFoundError,
@@ -52,10 +57,13 @@ from checkflow.hosting._turn import HostedRunStream, ReplayedTurn, Turn
 from checkflow.hosting._turns import (
     TurnOrigin,
     TurnRecord,
+    answered_requests,
+    iso_time,
     key_on_lineage,
     lineage_turns,
     record_outcome,
     turn_mark,
+    turns_from,
 )
 from checkflow.hosting._workflow_reads import WorkflowReader
 from checkflow.sessions import SessionStore
@@ -154,6 +162,7 @@ class WorkflowHost(WorkflowReader):
             target, is_instance=lambda t: isinstance(t, Workflow), what="Workflow"
         )
         self._converter: MessageConverter | None = None
+        self._recent = {}
 
     async def workflow(self) -> Workflow:
         """The hosted workflow (resolved on first use)."""
@@ -259,8 +268,9 @@ class WorkflowHost(WorkflowReader):
                     f"conversation {conversation_id!r} has nothing to resume; send a message"
                 )
             self._check_limits(prepared.checkpoint, conversation_id, message is not None)
-            if responses:
-                _check_answers(prepared.checkpoint, conversation_id, responses)
+            answered = answered_requests(prepared.checkpoint, responses or {})
+            if answered:
+                raise RequestNotPendingError(conversation_id, answered)
             prepared.turn_id, prepared.idempotency_key = turn_id, idempotency_key
             prepared.mark, prepared.origin = mark, origin
             prepared.checkpoint.mark_turn(mark, first)
@@ -332,7 +342,7 @@ class WorkflowHost(WorkflowReader):
     ) -> Prepared:
         state = lease.session.state
         generation = int(state.get(GENERATION_KEY, 0))
-        checkpoint, good_head = await self._load(key, state)
+        checkpoint, good_head = await self._load(key, state, lease.read_version)
         if (idempotency_key is not None and checkpoint is not None and good_head is not None
                 and key_on_lineage(checkpoint, good_head, idempotency_key)):
             # A retry of a committed turn: its recorded outcome stands, whatever the token.
@@ -416,12 +426,13 @@ class WorkflowHost(WorkflowReader):
             with contextlib.suppress(CheckflowError):
                 await self.checkpoint_storage.delete(checkpoint.checkpoint_id)
         failure = None if error is None else f"{type(error).__name__}: {error}"
+        at = time.time()
 
         def update(state: dict[str, Any]) -> None:
             state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)), generation)
             store_session_checkpoint(state, checkpoint, good_head)
             if failure is not None and prepared.mark is not None:
-                record_outcome(state, _with_data(prepared), "failed", failure)
+                record_outcome(state, _with_data(prepared), "failed", failure, at)
 
         await prepared.lease.release(update)
         if error is not None:
@@ -429,11 +440,11 @@ class WorkflowHost(WorkflowReader):
         token = None if good_head is None else ResumeToken(checkpoint.checkpoint_id, good_head)
         if result is None:
             return HostedRunResult(key.conversation_id, RunStatus.FAILED, resume_token=token,
-                                   error=error, turn=self._failed_record(prepared, failure))
+                                   error=error, turn=self._failed_record(prepared, failure, at))
         status = RunStatus.FAILED if error is not None else result.status
         outputs = result.get_outputs()
         pending = dict(result.pending_requests)
-        record = self._failed_record(prepared, failure) if error is not None else (
+        record = self._failed_record(prepared, failure, at) if error is not None else (
             self._committed_record(prepared, status, outputs, pending))
         return HostedRunResult(
             key.conversation_id, status, outputs=outputs, pending_requests=pending,
@@ -453,16 +464,21 @@ class WorkflowHost(WorkflowReader):
             first = snapshot.snapshot_id
             parent = snapshot.parent_snapshot_id
             snapshot = None if parent is None else checkpoint.get_snapshot(parent)
-        return TurnRecord(prepared.turn_id, prepared.idempotency_key, origin.protocol,
-                          dict(origin.data), "committed", status, first, last, outputs, pending)
+        return TurnRecord(
+            prepared.turn_id, prepared.idempotency_key, origin.protocol, dict(origin.data),
+            "committed", status, first, last, outputs, pending,
+            checkpoint_id=checkpoint.checkpoint_id,
+            started_at=None if first is None else checkpoint.get_snapshot(first).timestamp,
+            ended_at=None if last is None else checkpoint.get_snapshot(last).timestamp)
 
-    def _failed_record(self, prepared: Prepared, failure: str | None,
+    def _failed_record(self, prepared: Prepared, failure: str | None, at: float,
                        state: Literal["failed", "cancelled"] = "failed") -> TurnRecord:
+        """A turn that did not move the head, as ``find_turn`` will show its outcome."""
         origin = prepared.origin or _NATIVE
         return TurnRecord(prepared.turn_id, prepared.idempotency_key, origin.protocol,
                           dict(origin.data), state,
                           RunStatus.CANCELLED if state == "cancelled" else RunStatus.FAILED,
-                          error=failure)
+                          error=failure, on_lineage=False, ended_at=iso_time(at))
 
     async def _abandon(self, prepared: Prepared, error: BaseException | None = None
                        ) -> HostedRunResult:
@@ -479,19 +495,20 @@ class WorkflowHost(WorkflowReader):
         prepared.checkpoint.mark_turn(None)
         why = None if error is None else f"{type(error).__name__}: {error}"
         outcome: Literal["failed", "cancelled"] = "cancelled" if error is None else "failed"
+        at = time.time()
 
         def update(state: dict[str, Any]) -> None:
             state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)),
                                         prepared.generation + bump)
             if prepared.mark is not None:
-                record_outcome(state, _with_data(prepared), outcome, why)
+                record_outcome(state, _with_data(prepared), outcome, why, at)
 
         await prepared.lease.release(update)
         good = prepared.good_head
         token = None if good is None else ResumeToken(prepared.checkpoint.checkpoint_id, good)
         return HostedRunResult(prepared.key.conversation_id, RunStatus.CANCELLED,
                                resume_token=token,
-                               turn=self._failed_record(prepared, why, outcome))
+                               turn=self._failed_record(prepared, why, at, outcome))
 
     async def _refused(self, prepared: Prepared, error: BaseException) -> None:
         """The engine refused the turn's input (or it stopped) before accepting it."""
@@ -501,6 +518,36 @@ class WorkflowHost(WorkflowReader):
             await prepared.lease.release(discard=True)  # nothing was committed
         else:
             await self._abandon(prepared, error)
+
+    async def _cancel_committed(self, key: ConversationKey, turn_id: str) -> bool:
+        """Undo a committed turn that paused: the conversation's head goes back to before
+        it, and it (with every turn after it on the lineage) is recorded ``cancelled``.
+
+        Nothing of it is deleted (its snapshots stay, off the lineage); ``False`` when the
+        turn is not on the conversation's lineage. ``ConversationBusyError`` while a turn
+        runs, ``ConversationNotFoundError`` for an unknown conversation.
+        """
+        lease = await self._leases.acquire(key, create=False)
+        state = lease.session.state
+        checkpoint, good = await self._load(key, state)
+        undone = [] if checkpoint is None or good is None else turns_from(
+            checkpoint, good, turn_id)
+        if checkpoint is None or not undone:
+            await shielded(lease.release())
+            return False
+        parent = undone[0][1].parent_snapshot_id
+        generation = int(state.get(GENERATION_KEY, 0))
+        at = time.time()
+
+        def rewind(state: dict[str, Any]) -> None:
+            store_session_checkpoint(state, checkpoint, parent)
+            if parent is None:  # nothing before it: the conversation starts afresh
+                state[GENERATION_KEY] = max(int(state.get(GENERATION_KEY, 0)), generation + 1)
+            for mark, _first in undone:
+                record_outcome(state, mark, "cancelled", "cancelled after it paused", at)
+
+        await shielded(lease.release(rewind))
+        return True
 
     # -- deleting ------------------------------------------------------------------------
 
@@ -559,27 +606,6 @@ def _with_data(prepared: Prepared) -> dict[str, Any]:
     if origin is not None and origin.data:
         mark["data"] = dict(origin.data)
     return mark
-
-
-def _check_answers(checkpoint: Checkpoint, conversation_id: str,
-                   responses: Mapping[str, Any]) -> None:
-    """Refuse answers to requests the lineage shows answered already (``RequestNotPending``);
-    an id never asked is left to the engine's own ``InvalidResponseError``."""
-    head = checkpoint.head_snapshot
-    if head is None:
-        return
-    missing = set(responses) - set(pending_request_ids(head))
-    if not missing:
-        return
-    answered: list[str] = []
-    snapshot = head
-    while missing and snapshot.parent_snapshot_id is not None:
-        snapshot = checkpoint.get_snapshot(snapshot.parent_snapshot_id)
-        found = missing & set(pending_request_ids(snapshot))
-        answered.extend(found)
-        missing -= found
-    if answered:
-        raise RequestNotPendingError(conversation_id, sorted(answered))
 
 
 def _log_failure(prepared: Prepared, error: BaseException) -> None:

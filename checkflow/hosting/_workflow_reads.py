@@ -25,22 +25,41 @@ from checkflow.workflows import Workflow, inspect_snapshot
 __all__ = ["WorkflowReader"]
 
 _CHECKPOINT = CHECKPOINT_KEY
+RECENT_LOADS = 64
 
 
 class WorkflowReader(HostBase):
     """The reading half of ``WorkflowHost`` (its ``checkpoint_storage`` and ``workflow()``)."""
 
     checkpoint_storage: CheckpointStorage
+    _recent: dict[str, tuple[str | None, Checkpoint]]
+    """What ``turns`` just loaded, by session id, with the session version it read: a turn
+    that follows at once on an unchanged session (nobody leased it in between, so nothing was
+    committed to it) runs on it instead of loading it again."""
 
     async def workflow(self) -> Workflow:
         raise NotImplementedError
 
+    def _remember(self, key: ConversationKey, version: str | None,
+                  checkpoint: Checkpoint) -> None:
+        recent = self._recent
+        recent.pop(key.session_id, None)
+        recent[key.session_id] = (version, checkpoint)
+        while len(recent) > RECENT_LOADS:
+            del recent[next(iter(recent))]  # the oldest: its turn never came
+
     async def _load(
-        self, key: ConversationKey, state: Mapping[str, Any]
+        self, key: ConversationKey, state: Mapping[str, Any], version: str | None = None,
     ) -> tuple[Checkpoint | None, str | None]:
-        """The referenced checkpoint at the last good head; ``(None, None)`` if it is gone."""
+        """The referenced checkpoint at the last good head; ``(None, None)`` if it is gone.
+
+        ``version``: the session version a lease read; what ``turns`` loaded at that same
+        version is taken instead of loading again."""
+        recent = None if version is None else self._recent.pop(key.session_id, None)
+        loaded = recent[1] if recent is not None and recent[0] == version else None
         held = await load_session_checkpoint(
-            state, self.checkpoint_storage, owner=f"conversation {key.conversation_id!r}")
+            state, self.checkpoint_storage, owner=f"conversation {key.conversation_id!r}",
+            loaded=loaded)
         return (None, None) if held is None else (held.checkpoint, held.good_head)
 
     async def turns(self, conversation_id: str, *, principal: str | None = None
@@ -55,6 +74,8 @@ class WorkflowReader(HostBase):
             key, session.state)
         if checkpoint is None or good is None:
             raise ConversationNotFoundError(conversation_id)
+        assert session is not None
+        self._remember(key, session.version, checkpoint)
         return lineage_turns(checkpoint, good, await self.workflow())
 
     async def _stored(self, key: ConversationKey, state: Mapping[str, Any]

@@ -190,31 +190,28 @@ def _agui_run(thread: str, text: str, history: list[dict[str, Any]]) -> dict[str
             "messages": list(history), "protocolVersion": "1.0"}
 
 
-async def test_an_agui_thread_record_grows_to_its_bound_then_runs_are_refused() -> None:
+async def test_an_agui_turn_whose_recorded_input_passes_the_bound_is_refused() -> None:
+    """The thread is the checkpoint's lineage (issue 27): what bounds one turn's record is
+    the input it commits with its first snapshot."""
     store = InMemorySessionStore()
     host = WorkflowHost(chat, session_store=store, max_record_bytes=20_000)
     app = create_app(host, adapters=[AGUIAdapter()])
     history: list[dict[str, Any]] = []
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                  base_url="http://t") as client:
-        for _ in range(100):  # bounded: each turn adds about 2 kB
+        for _ in range(3):  # turns of about 1 kB each are recorded
             response = await client.post("/agui", json=_agui_run("t-1", "x" * 1000, history))
-            if response.status_code != 200:
-                break
             assert parse_sse(response.text)[-1]["type"] == "RUN_FINISHED"
-        else:
-            raise AssertionError("the thread record never reached its bound")
-        assert len(history) > 4  # several turns were recorded before the bound
+        good = (await client.get("/v1/conversations/t-1")).json()["resume_token"]
+        response = await client.post("/agui", json=_agui_run("t-1", "y" * 25_000, history))
         assert response.status_code == 409
         refused = response.json()["error"]
         assert refused["code"] == "record_too_large" and refused["limit"] == 20_000
         assert refused["size"] > 20_000
         # nothing of the refused turn ran: the conversation's head is the last good turn's
         native = (await client.get("/v1/conversations/t-1")).json()
-        assert native["status"] == "idle"
-        record = await host.records("agui").get("t-1")
-        assert record is not None
-        assert host.records("agui").size_of(record.value) <= 20_000
+        assert native["status"] == "idle" and native["resume_token"] == good
+        assert len(await host.turns("t-1")) == 3
 
 
 async def test_a_record_over_the_bound_is_refused_and_nothing_is_written() -> None:
