@@ -336,3 +336,72 @@ async def test_the_native_api_takes_an_idempotency_key_header() -> None:
         assert (await client.post(url, json=answer)).status_code == 200
         late = await client.post(url, json=answer)
         assert late.status_code == 409 and late.json()["error"]["code"] == "already_answered"
+
+
+async def test_cancelling_a_paused_turn_takes_the_head_back_before_it(
+        host: WorkflowHost) -> None:
+    first = await host.run("c", message="one")
+    paused = await host.run("c", message="ask", origin=TurnOrigin("a2a", {"task": "t"}))
+    assert paused.turn is not None and paused.pending_requests
+    assert await host.cancel("c", turn_id=paused.turn.turn_id)
+    assert (await host.get_conversation("c")).resume_token == first.resume_token
+    assert [t.outputs for t in await host.turns("c")] == [["ONE"]]
+    record = await host.find_turn("c", turn_id=paused.turn.turn_id)
+    assert record is not None and record.state == "cancelled"
+    assert record.data == {"task": "t"}
+    assert not await host.cancel("c", turn_id=paused.turn.turn_id)  # off the lineage now
+    assert (await host.run("c", message="two")).outputs == ["TWO"]  # no request waits
+
+
+async def test_cancelling_a_conversations_only_turn_starts_it_afresh(host: WorkflowHost) -> None:
+    paused = await host.run("c", message="ask")
+    assert paused.turn is not None
+    assert await host.cancel("c", turn_id=paused.turn.turn_id)
+    fresh = await host.run("c", message="again")
+    assert fresh.outputs == ["AGAIN"] and len(await host.turns("c")) == 1
+
+
+async def test_the_running_turn_is_found_without_its_id_and_times_agree(gate: Gate) -> None:
+    host = WorkflowHost(build(gate))
+    assert await host.find_turn("c") is None
+    turn = await host.run("c", message="hold", stream=True,
+                          origin=TurnOrigin("responses", {"id": "r"}))
+    drive = asyncio.ensure_future(turn.get_result())
+    await gate.entered.wait()
+    running = await host.find_turn("c")
+    assert running is not None and (running.turn_id, running.state) == (turn.turn_id, "running")
+    assert running.data == {"id": "r"}
+    gate.release.set()
+    result = await drive
+    found = await host.find_turn("c", turn_id=turn.turn_id)
+    assert result.turn is not None and found is not None
+    assert (result.turn.started_at, result.turn.ended_at, result.turn.checkpoint_id) == (
+        found.started_at, found.ended_at, found.checkpoint_id)
+    failed = await host.run("c", message="boom")
+    assert failed.turn is not None
+    failed_found = await host.find_turn("c", turn_id=failed.turn.turn_id)
+    assert failed_found is not None and failed_found.ended_at == failed.turn.ended_at
+
+
+async def test_a_turn_right_after_reading_the_turns_loads_nothing_more(tmp_path: Path) -> None:
+    storage = FileCheckpointStorage(tmp_path / "checkpoints")
+    loads: list[str] = []
+    real = storage.load
+
+    async def counted(checkpoint_id: str) -> Any:
+        loads.append(checkpoint_id)
+        return await real(checkpoint_id)
+
+    storage.load = counted  # type: ignore[method-assign]
+    host = WorkflowHost(build(), session_store=FileSessionStore(tmp_path / "s"),
+                        checkpoint_storage=storage)
+    await host.run("c", message="one")
+    loads.clear()
+    await host.turns("c")
+    await host.run("c", message="two")
+    assert len(loads) == 1
+    loads.clear()
+    await host.turns("c")
+    await host.run("c", message="three")  # the session did not change in between: reused
+    await host.run("c", message="four")  # nothing remembered: loads
+    assert len(loads) == 2
