@@ -203,13 +203,19 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
             await server.serve(sockets=[sock])
 
 
-class GracefulServer(uvicorn.Server):
-    """uvicorn's server, which on SIGTERM first stops every running turn.
+GRACE = 0.8
+"""Of ``--shutdown-timeout``, the part running turns get to finish before they are stopped."""
 
-    Each turn then ends at its next safe point with its cancelled outcome, which every
-    protocol's stream renders as its terminal event (AG-UI ``RUN_FINISHED``/``RUN_ERROR``, an
-    A2A status update, a Responses terminal event), so the connections end properly within
-    ``--shutdown-timeout`` and every conversation keeps its last good head.
+
+class GracefulServer(uvicorn.Server):
+    """uvicorn's server, whose graceful shutdown also stops the running turns in time.
+
+    On SIGTERM it stops accepting connections (uvicorn) and lets running turns go on for
+    ``GRACE`` of ``--shutdown-timeout``; then it stops every turn still running, each at its
+    next safe point with its cancelled outcome, which every protocol's stream renders as its
+    terminal event (AG-UI ``RUN_FINISHED``/``RUN_ERROR``, an A2A status update, a Responses
+    terminal event). So the streams end properly within the timeout and every conversation
+    keeps its last good head; turns no client waits for (background ones) are stopped last.
     """
 
     def __init__(self, config: uvicorn.Config, host: Host, timeout: float) -> None:
@@ -218,12 +224,23 @@ class GracefulServer(uvicorn.Server):
         self._timeout = timeout
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        stopping: list[asyncio.Future[None]] = []
+        timer = loop.call_later(self._timeout * GRACE,
+                                lambda: stopping.append(asyncio.ensure_future(self._stop())))
         try:
-            await asyncio.wait_for(self._host.stop_turns(), max(0.1, self._timeout))
-        except Exception:  # a turn that will not stop: uvicorn's own timeout cuts it
+            await super().shutdown(sockets)
+        finally:
+            timer.cancel()
+            await self._stop()
+            await asyncio.gather(*stopping, return_exceptions=True)
+
+    async def _stop(self) -> None:
+        try:
+            await asyncio.wait_for(self._host.stop_turns(), max(1.0, self._timeout))
+        except Exception:  # a turn that will not stop: the process ends anyway
             logging.getLogger("checkflow.serve").warning(
                 "not every running turn stopped within %ss", self._timeout, exc_info=True)
-        await super().shutdown(sockets)
 
 
 def _loopback(host: str) -> bool:

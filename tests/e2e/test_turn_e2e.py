@@ -147,3 +147,22 @@ def test_a_turn_whose_owner_was_killed_is_settled_at_once(
                          headers=key, timeout=DEADLINE)
     assert retried.status_code == 200, retried.text  # the dead turn is not replayed: it runs
     assert retried.json()["outputs"] == ["HOLD:C"] and "replayed" not in retried.json()
+
+
+def test_on_sigterm_a_running_stream_ends_with_its_cancelled_result(
+        start_server: Start, gates: Any, base: str) -> None:
+    server = start_server("e2e_flows:workflow", None, "--shutdown-timeout", "2")
+    first = httpx.post(f"{server.url}{base}/runs", json={"message": "one"},
+                       timeout=DEADLINE).json()
+    with httpx.stream("POST", f"{server.url}{base}/runs?stream=true",
+                      json={"message": "hold:d"}, timeout=DEADLINE) as streamed:
+        events = sse(streamed)
+        assert next(events)[0] == "WorkflowStartedEvent"
+        gates.wait_entered("d")
+        server.process.send_signal(signal.SIGTERM)
+        rest = list(events)  # never released: the shutdown stops the turn
+    assert rest[-1][0] == "result" and rest[-1][1]["status"] == "cancelled"
+    assert server.process.wait(DEADLINE) in (0, -signal.SIGTERM)  # uvicorn re-raises it
+    again = start_server()
+    state = httpx.get(f"{again.url}{base}", timeout=DEADLINE).json()
+    assert state["resume_token"] == first["resume_token"]
