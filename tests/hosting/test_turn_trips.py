@@ -184,8 +184,6 @@ OPENING_TODAY = {
                   "commit"),
 }
 ANSWERING_TODAY = {
-    "agui": _today("an answering AG-UI turn loads the checkpoint twice: Host.turns reads "
-                   "the thread's lineage before the run, then the run loads it again"),
     "a2a": _today("an answering A2A turn reads the task record 3 times besides the lease's "
                   "and writes it 4 times after the commit"),
 }
