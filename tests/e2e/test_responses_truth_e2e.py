@@ -221,8 +221,6 @@ def test_a_message_with_an_idempotency_key_runs_once_through_the_client_retries(
 # -- a late reply is refused; a branch is asked for ------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a response on the line a branch left is "
-                   "not found (Host.find_turn reads the head's lineage only)")
 def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked_for(
     start_server: Start, gates: Gates,
 ) -> None:
