@@ -335,7 +335,7 @@ class ResponsesService:
                 return TurnRecord(turn_id, None, PROTOCOL, {}, "failed", RunStatus.FAILED,
                                   error=f"the turn was still running {seconds:.0f} s after "
                                   "it was followed to its end")
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.1)  # each look is a session read and a checkpoint load
 
     def _events(self, started: _Started, principal: str | None) -> AsyncIterator[Event]:
         if started.run is not None:
