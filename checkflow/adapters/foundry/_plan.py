@@ -28,7 +28,7 @@ from checkflow.adapters.foundry._wire import BRANCH_KEY, CallReply, CreateReques
 from checkflow.agents import ChatMessage
 from checkflow.hosting import HostDescription, ResumeToken, TurnRecord
 
-__all__ = ["Plan", "Previous", "check_replies", "plan_response"]
+__all__ = ["Plan", "Previous", "check_replies", "not_latest", "plan_response"]
 
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 
@@ -102,6 +102,21 @@ async def _previous(find: Previous, response_id: str) -> tuple[str, TurnRecord]:
     return conversation_id, record
 
 
+def not_latest(previous_id: str | None, conversation_id: str) -> ResponsesError:
+    """409: a message after a response its conversation has moved on from."""
+    return ResponsesError(
+        409, f"response {previous_id!r} is no longer the latest of conversation "
+        f"{conversation_id!r}: continue from its latest response, or branch from this one "
+        f"(metadata {{{BRANCH_KEY!r}: 'true'}})", param="previous_response_id",
+        code="previous_response_not_latest", headers={"x-should-retry": "false"})
+
+
+def _token(record: TurnRecord) -> ResumeToken | None:
+    if record.checkpoint_id is None or record.last_snapshot_id is None:
+        return None
+    return ResumeToken(record.checkpoint_id, record.last_snapshot_id)
+
+
 def check_replies(replies: list[CallReply], previous_id: str, previous: TurnRecord) -> None:
     """Refuse replies to calls the previous response did not leave pending (400)."""
     pending = list(previous.pending_requests) if previous.state == "committed" else []
@@ -114,6 +129,7 @@ async def plan_response(
     description: HostDescription,
     principal: str | None,
     find_previous: Previous,
+    latest_turn: Callable[[str], Awaitable[TurnRecord | None]],
     is_deleted: Callable[[str], Awaitable[bool]],
     session_hint: str | None = None,
     key_header: str | None = None,
@@ -122,9 +138,10 @@ async def plan_response(
 
     Replies continuing a response read nothing here (``is_deleted`` aside): the engine
     refuses a call no longer pending at the head, and only then is the previous response
-    read, to say why. A message continuing a response runs only if that response is still its
-    conversation's latest (the head's resume token, checked by the host under the lease); a
-    branch starts from the snapshot the previous response ended at.
+    read, to say why. A message continuing a response runs only if that response is its
+    conversation's latest turn (``latest_turn``: the host then runs on the checkpoint it
+    read, and the resume token makes the host check it again under the lease); a branch
+    starts from the snapshot the previous response ended at.
     """
     previous = None
     from_snapshot = None
@@ -136,6 +153,11 @@ async def plan_response(
         conversation_id = parsed[0]
         if request.replies and not request.branch:
             return _plan(request, description, principal, conversation_id, key_header)
+        if not request.branch:
+            latest = await latest_turn(conversation_id)
+            if latest is not None and latest.turn_id == parsed[1]:
+                return _plan(request, description, principal, conversation_id, key_header,
+                             previous=latest, resume_token=_token(latest))
         conversation_id, previous = await _previous(find_previous, request.previous_response_id)
         check_replies(request.replies, request.previous_response_id, previous)
         if request.branch and not description.checkpoints:
@@ -144,9 +166,9 @@ async def plan_response(
                                  param=f"metadata.{BRANCH_KEY}", code="invalid_value")
         if request.branch:
             from_snapshot = previous.last_snapshot_id
-        elif previous.state == "committed" and previous.checkpoint_id is not None \
-                and previous.last_snapshot_id is not None:
-            token = ResumeToken(previous.checkpoint_id, previous.last_snapshot_id)
+        elif previous.state == "committed":
+            raise not_latest(request.previous_response_id, conversation_id)
+        # else a failed or cancelled response: nothing of it is on the line; continue the head
     else:
         conversation_id = (request.conversation or session_hint
                            or (keyed_conversation(principal, key_header) if key_header else None)

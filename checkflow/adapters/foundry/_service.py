@@ -25,7 +25,7 @@ from checkflow.adapters.foundry._events import Event
 from checkflow.adapters.foundry._ids import parse_response_id, response_id
 from checkflow.adapters.foundry._objects import new_id
 from checkflow.adapters.foundry._origin import PROTOCOL, ResponseOrigin, origin_of, turn_origin
-from checkflow.adapters.foundry._plan import Plan, check_replies, plan_response
+from checkflow.adapters.foundry._plan import Plan, check_replies, not_latest, plan_response
 from checkflow.adapters.foundry._view import ResponseView
 from checkflow.adapters.foundry._wire import BRANCH_KEY, CreateRequest
 from checkflow.errors import (
@@ -140,8 +140,16 @@ class ResponsesService:
             view, record = found
             return view.conversation_id, record, view.origin
 
+        async def latest_turn(conversation_id: str) -> TurnRecord | None:
+            try:
+                turns = await self.host.turns(conversation_id, principal=principal)
+            except ConversationNotFoundError:
+                return None
+            return turns[-1] if turns else None
+
         return await plan_response(request, description=await self.description(),
                                    principal=principal, find_previous=find_previous,
+                                   latest_turn=latest_turn,
                                    is_deleted=lambda id: self._deleted(id, principal),
                                    session_hint=session_hint, key_header=key_header)
 
@@ -159,14 +167,9 @@ class ResponsesService:
                     resume_token=plan.resume_token, idempotency_key=plan.idempotency_key,
                     origin=turn_origin(plan.origin), stream=True)
                 break
-            except StaleResumeTokenError:
-                previous = plan.origin.previous_response_id
-                raise ResponsesError(
-                    409, f"response {previous!r} is no longer the latest of conversation "
-                    f"{plan.conversation_id!r}: continue from its latest response, or branch "
-                    f"from this one (metadata {{{BRANCH_KEY!r}: 'true'}})",
-                    param="previous_response_id", code="previous_response_not_latest",
-                    headers=_NO_RETRY) from None
+            except StaleResumeTokenError:  # another turn committed since the plan read it
+                raise not_latest(plan.origin.previous_response_id,
+                                 plan.conversation_id) from None
             except InvalidResponseError as exc:
                 responses = await self._retry_as_text(plan, responses, exc)
             except TurnInProgressError as exc:
