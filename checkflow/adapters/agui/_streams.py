@@ -8,7 +8,6 @@ checkpoint or a session itself, nor import a private hosting module.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -41,12 +40,13 @@ TURN_FAILED = "turn_failed"
 """The ``RUN_ERROR`` code of a thread whose last turn failed (or whose process stopped)."""
 
 _MISSING = (ConversationNotFoundError, NoCheckpointsError)
-_FINAL = (RunStatus.IDLE, RunStatus.AWAITING_RESPONSES)
-_UNFINISHED = "it stopped before it ended (cancelled, or its process stopped)"
 
 
-def _frame(event: BaseEvent) -> ServerSentEvent:
-    return ServerSentEvent(data=event.model_dump_json(by_alias=True))
+def _frames(events: Iterable[BaseEvent]) -> bytes:
+    """Events that are ready together, as one chunk of SSE frames: one write, not one per
+    event (each item of a stream costs the response a task and a write)."""
+    return b"".join(ServerSentEvent(data=event.model_dump_json(by_alias=True)).encode()
+                    for event in events)
 
 
 def _token_view(token: ResumeToken | None) -> dict[str, str] | None:
@@ -129,44 +129,35 @@ class Streams:
             return None
         record = await self.host.find_turn(self.thread_id, turn_id=mark["id"],
                                            principal=self.principal)
-        if record is None or record.state == "running":
-            return None
-        if record.state == "committed" and record.status not in _FINAL:
-            # its snapshots stop mid-turn and it is not running: it never finished
-            why = "the workflow failed" if record.status is RunStatus.FAILED else _UNFINISHED
-            return dataclasses.replace(record, state="failed", error=why)
-        return record if record.state in ("failed", "cancelled") else None
+        return record if record is not None and record.state in ("failed", "cancelled") else None
 
     # -- the streams -------------------------------------------------------------------------
 
-    async def refused(self, code: str, message: str) -> AsyncIterator[ServerSentEvent]:
-        yield _frame(self.translator.started())
-        for event in self.translator.error(code, message):
-            yield _frame(event)
+    async def refused(self, code: str, message: str) -> AsyncIterator[bytes]:
+        yield _frames([self.translator.started()])
+        yield _frames(self.translator.error(code, message))
 
     async def run(self, turn: HostedRun, view: ThreadView, taken: Sequence[Mapping[str, Any]],
                   *, branched: bool, refused: Iterable[tuple[type[BaseException], str]]
-                  ) -> AsyncIterator[ServerSentEvent]:
+                  ) -> AsyncIterator[bytes]:
         """A turn run for this request: its events, then its outcome."""
-        yield _frame(self.translator.started())
+        yield _frames([self.translator.started()])
         self.translator.name_messages(message_ids(turn.turn_id))
         completed = False
         try:
             async for event in turn:
-                for translated in self.translator.translate(event):
-                    yield _frame(translated)
+                if chunk := _frames(self.translator.translate(event)):
+                    yield chunk
             result = await turn.get_result()
             completed = True
         except Exception as exc:  # after the stream opened, every failure is a RUN_ERROR
-            for translated in self.translator.error(error_code(exc, refused), describe(exc)):
-                yield _frame(translated)
+            yield _frames(self.translator.error(error_code(exc, refused), describe(exc)))
             return
         finally:
             if not completed:
                 await turn.aclose()  # a client that left cancels at the next safe point
         if result.status is RunStatus.FAILED:
-            for translated in self.translator.error("workflow_failed", describe(result.error)):
-                yield _frame(translated)
+            yield _frames(self.translator.error("workflow_failed", describe(result.error)))
             return
         if result.status is RunStatus.CANCELLED:  # the head did not move: the thread as it was
             transcript = view.transcript
@@ -176,55 +167,51 @@ class Streams:
         else:
             transcript = [*view.transcript, *(dict(m) for m in taken)]
         checkpoint = None if result.result is None else result.result.checkpoint
-        for translated in self.translator.finish(
-            result.status, pending=[pending_view(p) for p in result.pending_requests.values()],
+        yield _frames(self.translator.finish(
+            result.status, pending=_views(result.pending_requests.values()),
             resume_token=_token_view(result.resume_token), transcript=transcript,
             state=_shared_state(checkpoint, result.resume_token),
-        ):
-            yield _frame(translated)
+        ))
 
-    async def guarded(self, events: AsyncGenerator[ServerSentEvent, None]
-                      ) -> AsyncIterator[ServerSentEvent]:
+    async def guarded(self, events: AsyncGenerator[bytes, None]
+                      ) -> AsyncIterator[bytes]:
         """``events``, but a failure after the stream opened ends it with ``RUN_ERROR``."""
         try:
             async for event in events:
                 yield event
         except Exception as exc:  # a store that failed while following or reading the thread
             if not self.translator.finished:
-                for translated in self.translator.error(error_code(exc), describe(exc)):
-                    yield _frame(translated)
+                yield _frames(self.translator.error(error_code(exc), describe(exc)))
         finally:
             await events.aclose()
 
     async def replay(self, record: TurnRecord, view: ThreadView
-                     ) -> AsyncGenerator[ServerSentEvent, None]:
+                     ) -> AsyncGenerator[bytes, None]:
         """A retry (same runId) of a committed turn: its recorded outcome; nothing runs."""
-        yield _frame(self.translator.started())
+        yield _frames([self.translator.started()])
         self.translator.name_messages(message_ids(record.turn_id))
         for output in record.outputs:
-            for translated in self.translator.translate(OutputEvent("", output)):
-                yield _frame(translated)
+            if chunk := _frames(self.translator.translate(OutputEvent("", output))):
+                yield chunk
         state = await self.conversation()
-        for translated in await self._ending(record, state, view):
-            yield _frame(translated)
+        yield _frames(await self._ending(record, state, view))
 
-    async def attach(self, turn_id: str) -> AsyncGenerator[ServerSentEvent, None]:
+    async def attach(self, turn_id: str) -> AsyncGenerator[bytes, None]:
         """A retry (same runId) of a turn still running: follow it to its end, then its
         outcome."""
-        yield _frame(self.translator.started())
+        yield _frames([self.translator.started()])
         self.translator.name_messages(message_ids(turn_id))
         async for translated in self._follow(turn_id):
             yield translated
         record = await self.host.find_turn(self.thread_id, turn_id=turn_id,
                                            principal=self.principal)
         view, state = await self.view(), await self.conversation()
-        for event in await self._ending(record, state, view, missing_is_failure=True):
-            yield _frame(event)
+        yield _frames(await self._ending(record, state, view, missing_is_failure=True))
 
-    async def reconnect(self, view: ThreadView) -> AsyncGenerator[ServerSentEvent, None]:
+    async def reconnect(self, view: ThreadView) -> AsyncGenerator[bytes, None]:
         """Nothing new and nothing to resume: follow the turn running now, if any, to its end;
         then the thread as it stands (its open interrupts, or how its last turn ended)."""
-        yield _frame(self.translator.started())
+        yield _frames([self.translator.started()])
         followed = False
         async for translated in self._follow(None):
             followed = True
@@ -233,15 +220,15 @@ class Streams:
             self.translator.messages.clear()  # its ids are the lineage's, shown just below
             view = await self.view()
         state = await self.conversation()
-        for event in await self._ending(await self._latest_off_lineage(state), state, view):
-            yield _frame(event)
+        latest = await self._latest_off_lineage(state)
+        yield _frames(await self._ending(latest, state, view))
 
-    async def _follow(self, turn_id: str | None) -> AsyncIterator[ServerSentEvent]:
+    async def _follow(self, turn_id: str | None) -> AsyncIterator[bytes]:
         events = self.host.follow(self.thread_id, turn_id=turn_id, principal=self.principal)
         try:
             async for event in events:
-                for translated in self.translator.translate(event):
-                    yield _frame(translated)
+                if chunk := _frames(self.translator.translate(event)):
+                    yield chunk
         finally:
             close = getattr(events, "aclose", None)
             if close is not None:
