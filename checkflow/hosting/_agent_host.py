@@ -13,10 +13,9 @@ a request.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Unpack, overload
 
 from checkflow._random import random_hex
@@ -35,25 +34,26 @@ from checkflow.errors import (
     NoCheckpointsError,
     TurnInProgressError,
 )
+from checkflow.hosting._agent_turn import AgentEngine
 from checkflow.hosting._host_base import HostBase, shielded
 from checkflow.hosting._keys import AGENT_SESSION_KEY, ConversationKey
 from checkflow.hosting._lease import LEASE_KEY, ConversationLease, lease_is_live
 from checkflow.hosting._protocol import HostDescription, RunOptions
 from checkflow.hosting._records import DEFAULT_MAX_RECORD_BYTES
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
-from checkflow.hosting._runs import ActiveRun, HostedRun
 from checkflow.hosting._target import Resolver
-from checkflow.hosting._turn import ReplayedTurn
+from checkflow.hosting._turn import ReplayedTurn, Turn
 from checkflow.hosting._turns import (
     TurnOrigin,
     TurnRecord,
     locate_turn,
+    record_outcome,
     recorded_outcome,
     turn_mark,
 )
 from checkflow.sessions import AgentSession, SessionStore
 from checkflow.state import from_builtins, to_builtins
-from checkflow.workflows import OutputEvent, RunStatus, WorkflowEvent, WorkflowStatusEvent
+from checkflow.workflows import RunStatus
 
 __all__ = ["AgentHost", "AgentRunStream"]
 
@@ -112,7 +112,7 @@ class AgentHost(HostBase):
     async def run(
         self, conversation_id: str, messages: None = None, *, stream: Literal[True],
         **options: Unpack[RunOptions],
-    ) -> AgentRunStream: ...
+    ) -> Turn | ReplayedTurn: ...
 
     async def run(
         self,
@@ -173,10 +173,11 @@ class AgentHost(HostBase):
                     return ReplayedTurn(result, recorded) if stream else result
             session = _agent_session(lease, agent, key)
             if stream:
-                updates = agent.run(turn_input, session=session, stream=True)
-                run = AgentRunStream(self, key, lease, session, updates,
-                                     str(getattr(agent, "name", "agent")), mark)
-                return run.updates() if legacy else run
+                claim = AgentClaim(key, lease, mark["id"], idempotency_key, mark, session)
+                engine = AgentEngine(agent.run(turn_input, session=session, stream=True),
+                                     str(getattr(agent, "name", "agent")))
+                turn = Turn(self, key, claim, engine)
+                return _updates(turn) if legacy else turn
             response: AgentResponse = await agent.run(turn_input, session=session)
         except BaseException:
             await shielded(lease.release())
@@ -186,6 +187,27 @@ class AgentHost(HostBase):
             return response
         return HostedRunResult(conversation_id, RunStatus.IDLE, outputs=[response],
                                turn=_record(mark, response))
+
+    async def _finish(self, claim: AgentClaim, reply: AgentResponse | None,
+                      error: BaseException | None) -> HostedRunResult:
+        """A streamed turn's end: its agent session and record stored in one write."""
+        if reply is None or error is not None:
+            return await self._abandon(claim, error)
+        await claim.lease.release(_store(claim.session, claim.mark, reply))
+        return HostedRunResult(claim.key.conversation_id, RunStatus.IDLE, outputs=[reply],
+                               turn=_record(claim.mark, reply))
+
+    async def _abandon(self, claim: AgentClaim, error: BaseException | None = None
+                       ) -> HostedRunResult:
+        """A turn that did not finish: the agent session stays as it was; its outcome is
+        recorded."""
+        why = None if error is None else f"{type(error).__name__}: {error}"
+        outcome = "cancelled" if error is None else "failed"
+        await claim.lease.release(lambda state: record_outcome(state, claim.mark, outcome, why))
+        return HostedRunResult(claim.key.conversation_id, RunStatus.CANCELLED)
+
+    async def _refused(self, claim: AgentClaim, error: BaseException) -> None:
+        await claim.lease.release()
 
     async def turns(self, conversation_id: str, *, principal: str | None = None
                     ) -> list[TurnRecord]:
@@ -254,121 +276,28 @@ class AgentHost(HostBase):
             raise ConversationNotFoundError(conversation_id)
 
 
-class AgentRunStream(HostedRun):
-    """A streamed agent turn as ``Host`` events: one ``AgentRunUpdateEvent`` per update, then
-    the reply as an ``OutputEvent`` and an ``IDLE`` status; ``get_result()`` after."""
+AgentRunStream = Turn
+"""The name the agent host's streamed turns had before ``Turn`` (kept)."""
 
-    def __init__(
-        self, host: AgentHost, key: ConversationKey, lease: ConversationLease,
-        session: AgentSession, updates: AsyncIterator[AgentResponseUpdate], author: str,
-        mark: dict[str, Any] | None = None,
-    ) -> None:
-        self._host = host
-        self._key = key
-        self._lease = lease
-        self._session = session
-        self._updates = updates
-        self._author = author
-        self._sequence = 0
-        self._received: list[AgentResponseUpdate] = []
-        self._result: HostedRunResult | None = None
-        self._closed = False
-        self._iterating = False
-        self._cancelled = asyncio.Event()
-        self._ended = asyncio.Event()
-        self._mark = mark
-        self._response: AgentResponse | None = None
-        self._active: ActiveRun = host._runs.start(
-            key, self.aclose, None if mark is None else mark["id"],
-            None if mark is None else mark.get("key"))
-        self.run_id = self.turn_id = self._active.run_id
-        lease.on_cancel = self.aclose
 
-    def _stamp(self, event: WorkflowEvent) -> WorkflowEvent:
-        self._sequence += 1
-        event.sequence = self._sequence
-        event.timestamp = datetime.now(UTC)
-        self._active.publish(event)
-        return event
+@dataclass(slots=True)
+class AgentClaim:
+    """An agent turn ready to run: the claimed conversation, the turn, the session copy."""
 
-    async def updates(self) -> AsyncIterator[AgentResponseUpdate]:
-        """The agent-shaped stream: the updates alone."""
-        async with contextlib.aclosing(self._events()) as events:
-            async for event in events:
-                if isinstance(event, AgentRunUpdateEvent):
-                    yield event.update
+    key: ConversationKey
+    lease: ConversationLease
+    turn_id: str
+    idempotency_key: str | None
+    mark: dict[str, Any]
+    session: AgentSession
 
-    def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
-        return self._events()
 
-    async def _next(self) -> AgentResponseUpdate | None:
-        """The agent's next update, or ``None`` at its end or when the turn is cancelled.
-
-        The agent steps in a task of its own, so ``aclose()`` from another task can stop it
-        without touching a generator that is running.
-        """
-        step = asyncio.ensure_future(anext(self._updates, None))
-        stop = asyncio.ensure_future(self._cancelled.wait())
-        try:
-            await asyncio.wait({step, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-        if step.done():
-            return step.result()
-        step.cancel()
-        await asyncio.wait([step])
-        return None
-
-    async def _events(self) -> AsyncGenerator[WorkflowEvent, None]:
-        completed = False
-        self._iterating = True
-        try:
-            while not self._closed and (update := await self._next()) is not None:
-                self._received.append(update)
-                yield self._stamp(AgentRunUpdateEvent(self._author, update))
-            if self._cancelled.is_set() or self._closed:
-                return
-            response = self._response = AgentResponse.from_updates(self._received)
-            self._result = HostedRunResult(
-                self._key.conversation_id, RunStatus.IDLE, outputs=[response],
-                turn=None if self._mark is None else _record(self._mark, response))
-            completed = True
-            yield self._stamp(OutputEvent(self._author, response))
-            yield self._stamp(WorkflowStatusEvent(RunStatus.IDLE))
-        finally:
-            await self._end(completed)
-
-    async def _end(self, completed: bool) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            aclose = getattr(self._updates, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
-            await shielded(self._lease.release(
-                _store(self._session, self._mark, self._response) if completed else None))
-        finally:
-            self._host._runs.end(self._active)
-            self._ended.set()
-
-    async def get_result(self) -> HostedRunResult:
-        """The turn's outcome (runs the rest of the stream if it was not consumed)."""
-        if not self._iterating:
-            async for _ in self:
-                pass
-        await self._ended.wait()
-        if self._result is None:
-            return HostedRunResult(self._key.conversation_id, RunStatus.CANCELLED)
-        return self._result
-
-    async def aclose(self) -> None:
-        """Stop the turn (from any task); the agent session stays as it was before it."""
-        self._cancelled.set()
-        if not self._iterating:
-            await self._end(False)
-        await self._ended.wait()
+async def _updates(turn: Turn) -> AsyncIterator[AgentResponseUpdate]:
+    """The agent-shaped stream of a turn: the updates alone."""
+    async with contextlib.aclosing(turn._events()) as events:
+        async for event in events:
+            if isinstance(event, AgentRunUpdateEvent):
+                yield event.update
 
 
 def _agent_session(lease: ConversationLease, agent: Agent, key: ConversationKey) -> AgentSession:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from checkflow.errors import (
     CheckpointConflictError,
@@ -34,12 +34,46 @@ from checkflow.hosting._turns import TurnRecord
 from checkflow.workflows import SnapshotCommittedEvent
 
 if TYPE_CHECKING:
+    from checkflow.checkpoints import Checkpoint
     from checkflow.hosting._keys import ConversationKey
+    from checkflow.hosting._lease import ConversationLease
     from checkflow.hosting._results import HostedRunResult
-    from checkflow.hosting._workflow_host import Prepared, WorkflowHost
-    from checkflow.workflows import WorkflowEvent, WorkflowRunStream
+    from checkflow.hosting._runs import RunRegistry
+    from checkflow.workflows import WorkflowEvent
 
-__all__ = ["FAILURES", "HostedRunStream", "ReplayedTurn", "Turn", "is_conflict"]
+
+class TurnClaim(Protocol):
+    """What a host prepared for a turn: the claimed conversation and the turn's identity."""
+
+    key: ConversationKey
+    lease: ConversationLease
+    turn_id: str
+    idempotency_key: str | None
+
+
+class TurnEngine(Protocol):
+    """What runs a turn: a workflow's ``WorkflowRunStream``, or an agent's ``AgentEngine``."""
+
+    def __aiter__(self) -> AsyncIterator[WorkflowEvent]: ...
+    async def __anext__(self) -> WorkflowEvent: ...
+    async def drain(self, each: Callable[[WorkflowEvent], object]) -> None: ...
+    async def get_result(self) -> Any: ...
+    async def aclose(self) -> None: ...
+
+
+class TurnHost(Protocol):
+    """How a turn ends, which only its host knows (what its session then holds)."""
+
+    _runs: RunRegistry
+
+    async def _finish(self, prepared: Any, result: Any, error: BaseException | None
+                      ) -> HostedRunResult: ...
+    async def _abandon(self, prepared: Any, error: BaseException | None = None
+                       ) -> HostedRunResult: ...
+    async def _refused(self, prepared: Any, error: BaseException) -> None: ...
+
+__all__ = ["FAILURES", "HostedRunStream", "ReplayedTurn", "Turn", "TurnClaim", "TurnEngine",
+           "TurnHost", "is_conflict"]
 
 FAILURES = (WorkflowRunError, WorkflowConvergenceError)
 """A run that failed in the workflow: a FAILED result, not an error of the host."""
@@ -59,10 +93,10 @@ class Turn(HostedRun):
 
     def __init__(
         self,
-        host: WorkflowHost,
+        host: TurnHost,
         key: ConversationKey,
-        prepared: Prepared,
-        inner: WorkflowRunStream,
+        prepared: TurnClaim,
+        inner: TurnEngine,
     ) -> None:
         self._host = host
         self._key = key
@@ -76,7 +110,8 @@ class Turn(HostedRun):
         self._finishing = False
         self._active: ActiveRun = host._runs.start(key, self.aclose, prepared.turn_id,
                                                    prepared.idempotency_key)
-        self._active.mark, self._active.checkpoint = prepared.lease.turn, prepared.checkpoint
+        checkpoint: Checkpoint | None = getattr(prepared, "checkpoint", None)
+        self._active.mark, self._active.checkpoint = prepared.lease.turn, checkpoint
         self.turn_id = self.run_id = prepared.turn_id
         self.idempotency_key = prepared.idempotency_key
         prepared.lease.on_cancel = self.aclose
@@ -89,6 +124,8 @@ class Turn(HostedRun):
         """Read ahead until the engine accepted the input (or the run ended); raise its
         refusal as itself, the conversation released and nothing committed."""
         inner = self._inner
+        if getattr(inner, "accepted_at_start", False):
+            return  # an agent takes any message
         try:
             while True:
                 try:
@@ -119,7 +156,7 @@ class Turn(HostedRun):
     def __aiter__(self) -> AsyncIterator[WorkflowEvent]:
         return self._events()
 
-    async def _events(self) -> AsyncIterator[WorkflowEvent]:
+    async def _events(self) -> AsyncGenerator[WorkflowEvent, None]:
         """The events; at the end, the session is stored (shielded from the consumer's
         cancellation)."""
         exhausted = False
