@@ -1,8 +1,10 @@
 """End to end on Azure Cosmos DB (the local emulator): responses are turns of checkpoints in
-Cosmos, so a pause survives a restart, is answered once and branches when asked to."""
+Cosmos, so a pause survives a restart, is answered once and branches when asked to, and a
+second server follows (superstep by superstep) and cancels a response the first one runs."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -50,3 +52,28 @@ def test_a_paused_response_branches_after_a_restart_on_cosmos(
         client.responses.create(previous_response_id=paused["id"], input=[
             {"type": "function_call_output", "call_id": call["call_id"], "output": "false"}])
     assert late.value.response.json()["error"]["code"] == "already_answered"
+
+
+def test_a_second_server_follows_and_cancels_a_running_response_on_cosmos(
+    cosmos_env: None, start_foundry: Any, gates: Any,
+) -> None:
+    owner, other = start_foundry(storage="cosmos:"), start_foundry(storage="cosmos:")
+    started = _create(_client(owner), input="steps:c1", background=True)
+    gates.wait_entered("c1")  # "one" is committed; the next superstep is held
+    seen: list[str] = []
+    with _client(other).responses.retrieve(started["id"], stream=True) as stream:
+        for event in stream:
+            seen.append(event.type)
+            if event.type == "response.output_item.done":
+                gates.release("c1")  # the follower saw "one" while the run was held
+                # (were it told only at the end, the held run would fail at its gate's
+                # deadline and the stream end response.failed)
+    assert seen[-1] == "response.completed" and "response.output_item.done" in seen
+    held = _create(_client(owner), input="hold:c2", background=True,
+                   conversation=started["conversation"]["id"])
+    gates.wait_entered("c2")
+    began = time.monotonic()
+    cancelled = _client(other).responses.cancel(held["id"])
+    assert cancelled.status == "cancelled" and time.monotonic() - began < 10
+    gates.release("c2")
+    assert _client(owner).responses.retrieve(held["id"]).status == "cancelled"
