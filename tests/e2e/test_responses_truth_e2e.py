@@ -27,6 +27,7 @@ import openai
 import pytest
 from openai import DefaultHttpxClient, OpenAI
 
+from checkflow.adapters.foundry._ids import response_id
 from tests.adapters.foundry.foundry_schema import (
     assert_well_formed,
     validate_error,
@@ -274,6 +275,42 @@ def test_another_reply_while_the_first_answer_still_runs_is_refused(
     assert error["code"] == "already_answered" and call_id in error["message"]
     assert _text(answered["body"]) == "published: w" and _runs(gates, "w") == 1
     assert answered["body"]["id"] in error["message"]  # the response answering it
+
+
+def test_a_reply_refused_at_the_head_says_why(start_server: Start, gates: Gates) -> None:
+    server = _serve(start_server)
+    gates.release("v")
+    client = _client(server)
+    paused = _create(client, input="ask:v", conversation="why")
+    call_id = _call_id(paused)
+    done = _create(client, conversation="why", input=_reply(call_id, "true"))  # another key
+    late = _refused(lambda: client.responses.create(previous_response_id=paused["id"],
+                                                    input=_reply(call_id, "true")), 409)
+    assert late["code"] == "already_answered" and done["id"] in late["message"]
+    unknown = response_id("why", "0" * 32)  # well formed, but no such turn
+    error = _refused(lambda: client.responses.create(previous_response_id=unknown,
+                                                     input=_reply("never-asked", "true")), 400)
+    assert error["code"] == "previous_response_not_found" and unknown in error["message"]
+    error = _refused(lambda: client.responses.create(previous_response_id=done["id"],
+                                                     input=_reply("never-asked", "true")), 400)
+    assert error["code"] == "invalid_function_call_output" and "never-asked" in error["message"]
+    assert _runs(gates, "v") == 1
+
+
+def test_a_message_after_a_response_still_running_is_refused(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    started = _create(client, input="hold:q", background=True)
+    gates.wait_entered("q")
+    try:
+        error = _refused(lambda: client.responses.create(previous_response_id=started["id"],
+                                                         input="next"), 400)
+    finally:
+        gates.release("q")
+    assert error["code"] == "previous_response_in_progress"
+    assert error["param"] == "previous_response_id"
 
 
 def test_a_message_continuing_a_response_that_is_no_longer_the_latest_needs_a_branch(
