@@ -8,7 +8,7 @@ import contextvars
 from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any, TypeVar
 
-__all__ = ["eager_future"]
+__all__ = ["eager_future", "shielded"]
 
 T = TypeVar("T")
 
@@ -73,3 +73,9 @@ class _Rest:
                     value = coro.send(sent)
                 except StopIteration as stop:
                     return stop.value
+
+
+async def shielded(awaitable: Awaitable[T]) -> T:
+    """Finish ``awaitable`` even if the caller is cancelled (a session write must land); one
+    that never waits (in memory) costs no task."""
+    return await asyncio.shield(eager_future(awaitable))

@@ -35,7 +35,7 @@ from checkflow.errors import (
     TurnInProgressError,
 )
 from checkflow.hosting._agent_turn import AgentEngine
-from checkflow.hosting._host_base import HostBase, shielded
+from checkflow.hosting._host_base import HostBase
 from checkflow.hosting._keys import AGENT_SESSION_KEY, ConversationKey
 from checkflow.hosting._lease import LEASE_KEY, ConversationLease, lease_is_live
 from checkflow.hosting._protocol import HostDescription, RunOptions
@@ -166,7 +166,7 @@ class AgentHost(HostBase):
             if idempotency_key is not None and not legacy:
                 recorded = _recorded(lease.session.state, idempotency_key=idempotency_key)
                 if recorded is not None:
-                    await shielded(lease.release())  # nothing runs, nothing changes
+                    await lease.release()  # nothing runs, nothing changes
                     result = HostedRunResult(conversation_id, recorded.status,
                                              outputs=list(recorded.outputs), turn=recorded,
                                              replayed=True)
@@ -180,9 +180,9 @@ class AgentHost(HostBase):
                 return _updates(turn) if legacy else turn
             response: AgentResponse = await agent.run(turn_input, session=session)
         except BaseException:
-            await shielded(lease.release())
+            await lease.release()
             raise
-        await shielded(lease.release(_store(session, mark, response)))
+        await lease.release(_store(session, mark, response))
         if legacy:
             return response
         return HostedRunResult(conversation_id, RunStatus.IDLE, outputs=[response],
@@ -271,7 +271,7 @@ class AgentHost(HostBase):
         key = ConversationKey(principal, conversation_id)
         lease = await self._leases.acquire(key, create=False)
         existed = self._holds_conversation(lease.session.state)
-        await shielded(lease.release(lambda state: state.pop(AGENT_SESSION_KEY, None)))
+        await lease.release(lambda state: state.pop(AGENT_SESSION_KEY, None))
         if not existed:
             raise ConversationNotFoundError(conversation_id)
 

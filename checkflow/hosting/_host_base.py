@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from checkflow._aio import eager_future
+from checkflow._aio import shielded
 from checkflow.errors import SessionError
 from checkflow.hosting._follow import follow_turn
 from checkflow.hosting._keys import CONVERSATION_KEY, ConversationKey
@@ -222,9 +222,3 @@ class HostBase:
                 continue
             found.append(str(identity.get("conversation_id")))
         return sorted(found)
-
-
-async def shielded(awaitable: Awaitable[T]) -> T:
-    """Finish ``awaitable`` even if the caller is cancelled (session writes must land); a
-    write that never waits (in memory) costs no task."""
-    return await asyncio.shield(eager_future(awaitable))

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from checkflow._aio import shielded
 from checkflow.errors import (
     ConversationBusyError,
     ConversationNotFoundError,
@@ -226,6 +227,9 @@ class ConversationLease:
     async def release(self, update: SessionUpdate | None = None, *, discard: bool = False) -> None:
         """Stop renewing; apply ``update`` to the session, clear the lease and store it (CAS).
 
+        It always lands: a caller cancelled meanwhile does not stop it (the one shield over
+        every lease's end, so no caller shields it again).
+
         If another writer replaced the session meanwhile (a lease that expired and was taken
         over), ``update`` is re-applied to the fresh session, leaving a live lease of another
         host in place, so neither host's record is lost. ``update`` must therefore be safe to
@@ -233,6 +237,9 @@ class ConversationLease:
         lease created is then deleted (at the version it holds), so a refused first request
         leaves no record; if it changed meanwhile it is kept and only the lease is cleared.
         """
+        await shielded(self._release(update, discard))
+
+    async def _release(self, update: SessionUpdate | None, discard: bool) -> None:
         try:
             self._stopped = True
             self._timer.cancel()

@@ -20,6 +20,7 @@ import collections
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from checkflow._aio import shielded
 from checkflow.errors import (
     CheckpointConflictError,
     CheckpointInUseError,
@@ -28,7 +29,6 @@ from checkflow.errors import (
     WorkflowRunError,
 )
 from checkflow.hosting._follow import outcome_events, replay
-from checkflow.hosting._host_base import shielded
 from checkflow.hosting._runs import ActiveRun, HostedRun
 from checkflow.hosting._turns import TurnRecord
 from checkflow.workflows import SnapshotCommittedEvent

@@ -45,7 +45,6 @@ from checkflow.errors import (
     TurnInProgressError,
 )
 from checkflow.hosting._convert import MessageConverter
-from checkflow.hosting._host_base import shielded
 from checkflow.hosting._keys import GENERATION_KEY, ConversationKey, running_conversation
 from checkflow.hosting._lease import ConversationLease
 from checkflow.hosting._operate import recover_conversation
@@ -260,7 +259,7 @@ class WorkflowHost(WorkflowReader):
             if prepared.replay:
                 replay = self._replayed(workflow, prepared, idempotency_key or "")
                 if replay is not None:
-                    await shielded(lease.release())  # nothing ran, nothing changes
+                    await lease.release()  # nothing ran, nothing changes
                     running_conversation.reset(token)
                     return replay if stream else await replay.get_result()
             if prepared.checkpoint.head_snapshot_id is None and message is None:
@@ -280,7 +279,7 @@ class WorkflowHost(WorkflowReader):
                 interceptors=self.interceptors)
         except BaseException:
             running_conversation.reset(token)
-            await shielded(lease.release(discard=True))  # refused: nothing was committed
+            await lease.release(discard=True)  # refused: nothing was committed
             raise
         turn = Turn(self, key, prepared, inner)
         if stream:
@@ -533,7 +532,7 @@ class WorkflowHost(WorkflowReader):
         undone = [] if checkpoint is None or good is None else turns_from(
             checkpoint, good, turn_id)
         if checkpoint is None or not undone:
-            await shielded(lease.release())
+            await lease.release()
             return False
         parent = undone[0][1].parent_snapshot_id
         generation = int(state.get(GENERATION_KEY, 0))
@@ -546,7 +545,7 @@ class WorkflowHost(WorkflowReader):
             for mark, _first in undone:
                 record_outcome(state, mark, "cancelled", "cancelled after it paused", at)
 
-        await shielded(lease.release(rewind))
+        await lease.release(rewind)
         return True
 
     # -- deleting ------------------------------------------------------------------------
@@ -571,7 +570,7 @@ class WorkflowHost(WorkflowReader):
             state.pop(_CHECKPOINT, None)
             state[GENERATION_KEY] = generation + 1
 
-        await shielded(lease.release(tombstone))
+        await lease.release(tombstone)
         if not isinstance(ref, CheckpointReference):
             raise ConversationNotFoundError(conversation_id)
         with contextlib.suppress(CheckpointNotFoundError):
