@@ -297,6 +297,25 @@ def test_a_reply_refused_at_the_head_says_why(start_server: Start, gates: Gates)
     assert _runs(gates, "v") == 1
 
 
+def test_a_pause_answered_over_the_native_api_is_answered_for_responses_too(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    gates.release("n")
+    client = _client(server)
+    paused = _create(client, input="ask:n")
+    call_id, conversation = _call_id(paused), paused["conversation"]["id"]
+    native = httpx.post(f"{server.url}/v1/conversations/{conversation}/runs",
+                        json={"responses": {call_id: False}}, timeout=60)
+    assert native.status_code == 200 and native.json()["outputs"] == ["dropped: n"]
+    head = _native(server, conversation)["resume_token"]
+    error = _refused(lambda: client.responses.create(previous_response_id=paused["id"],
+                                                     input=_reply(call_id, "true")), 409)
+    assert error["code"] == "already_answered" and call_id in error["message"]
+    assert _native(server, conversation)["resume_token"] == head and _runs(gates, "n") == 1
+    assert _retrieve(client, paused["id"]) == paused  # the pause is still what it was
+
+
 def test_a_message_after_a_response_still_running_is_refused(
     start_server: Start, gates: Gates,
 ) -> None:
