@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from checkflow.hosting._turns import TurnRecord, turn_snapshots
 from checkflow.workflows import (
@@ -27,11 +27,20 @@ from checkflow.workflows import (
 
 if TYPE_CHECKING:
     from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
-    from checkflow.hosting._host_base import HostBase
     from checkflow.hosting._keys import ConversationKey
     from checkflow.workflows import Workflow
 
-__all__ = ["follow_turn", "outcome_events"]
+__all__ = ["Followable", "follow_turn", "outcome_events"]
+
+
+class Followable(Protocol):
+    """What a follower reads of a host: the running turn, a turn's record and snapshots."""
+
+    async def _running_turn_id(self, key: ConversationKey) -> str | None: ...
+    async def _locate(self, key: ConversationKey, turn_id: str | None,
+                      idempotency_key: str | None) -> tuple[TurnRecord | None,
+                                                            Checkpoint | None]: ...
+    async def _inspector(self) -> Workflow | None: ...
 
 
 def outcome_events(record: TurnRecord, *, outputs_seen: int = 0,
@@ -104,7 +113,7 @@ def _committed(snapshot: CheckpointSnapshot) -> SnapshotCommittedEvent:
                                   int(metadata.get("superstep", 0)))
 
 
-async def follow_turn(host: HostBase, key: ConversationKey, turn_id: str | None,
+async def follow_turn(host: Followable, key: ConversationKey, turn_id: str | None,
                       after: int | None, poll_seconds: float) -> AsyncIterator[WorkflowEvent]:
     """The turn's events as another process sees them, numbered from 1, after ``after``."""
     if turn_id is None:
