@@ -219,6 +219,41 @@ def test_a_message_with_an_idempotency_key_runs_once_through_the_client_retries(
     assert other["id"] != done.id and _runs(gates, "i") == 2  # another key: another turn
 
 
+def test_a_streamed_retry_of_a_running_turn_follows_it_to_the_same_response(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    key = {"Idempotency-Key": "stream-1"}
+    streams: dict[str, list[dict[str, Any]]] = {}
+    attached = threading.Event()
+
+    def read(name: str) -> None:
+        events = streams.setdefault(name, [])
+        for event in client.responses.create(input="hold:s", conversation="again",
+                                             stream=True, extra_headers=key):
+            events.append(event.to_dict(warnings=False))
+            if name == "retry":
+                attached.set()  # its response.created: the retry follows the running turn
+
+    first = threading.Thread(target=read, args=("first",))
+    first.start()
+    gates.wait_entered("s")
+    retry = threading.Thread(target=read, args=("retry",))
+    retry.start()
+    try:
+        assert attached.wait(60), "the retry got no event while the turn ran"
+    finally:
+        gates.release("s")
+        first.join(60)
+        retry.join(60)
+    for name in ("first", "retry"):
+        assert_well_formed(streams[name])
+        assert streams[name][-1]["type"] == "response.completed", name
+    assert streams["retry"][0]["response"]["id"] == streams["first"][0]["response"]["id"]
+    assert _text(streams["retry"][-1]["response"]) == "HOLD:S" and _runs(gates, "s") == 1
+
+
 # -- a late reply is refused; a branch is asked for ------------------------------------------
 
 
