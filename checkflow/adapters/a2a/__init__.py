@@ -3,9 +3,10 @@
 ``create_app(host, adapters=[A2AAdapter()])`` (or ``serve --adapters a2a``) serves the
 SDK's JSON-RPC endpoint at ``/a2a`` (``/a2a/`` too, no redirect), its REST binding under
 ``/a2a/rest`` and the card at ``/.well-known/agent-card.json``. The SDK's request handler,
-dispatchers, ProtoJSON and error table do the protocol; our executor calls the ``Host`` and
-our task store keeps every task in the host's stores, so a restarted server or a second one
-sharing the storage serves the same tasks. The mapping (docs/adapters/a2a.md has it whole):
+dispatchers, ProtoJSON and error table do the protocol; our executor relays ``Host`` turns
+and our task store derives every task from the host's turn records (no task record is kept),
+so a restarted server or a second one sharing the storage serves the same tasks. The mapping
+(docs/adapters/a2a.md has it whole):
 
 - ``contextId`` is the host conversation id, scoped by principal: the native API serves it
   at ``/v1/conversations/{contextId}``. A client ``contextId`` that cannot be used (over 256
@@ -19,13 +20,16 @@ sharing the storage serves the same tasks. The mapping (docs/adapters/a2a.md has
   input-required task: its data part maps request ids to values (with one request pending,
   any single value answers it) -> ``host.run(responses=..., resume_token=...)``.
 - Outputs become artifacts (``str`` text, ``bytes`` file, ``Artifact`` as given, else data);
-  when the start takes ``A2AMessage``, a first-call run whose only output is an
+  when the start takes ``A2AMessage``, a blocking first-call run whose only output is an
   ``A2AMessage`` is answered with that message.
   A run that pauses ends ``INPUT_REQUIRED`` with the requests in the status message's data
   part and ``metadata.checkflow.resume_token``; ``TaskRejected`` ends ``REJECTED``, any other
   failure ``FAILED``.
-- ``CancelTask`` cancels through ``Host.cancel``; the conversation keeps its last good head
-  (a cancelled input-required task's requests stay pending there for the next task).
+- ``messageId`` is the turn's idempotency key: a retry answers the recorded task (nothing
+  runs again), a retry of a running turn follows it. A reply to an answered request is
+  refused (-32004 ``already_answered``); ``metadata.checkflow.fromSnapshot`` branches.
+- ``CancelTask`` cancels through ``Host.cancel``; a cancelled input-required task's turns
+  leave the conversation (its head goes back to before the task), so its requests go too.
 - Busy conversations and lost races are refused at once (-32004), never queued. The SDK's
   0.3 compatibility is off: a request without ``A2A-Version`` is 0.3 and gets -32009.
 """

@@ -1,7 +1,7 @@
 """``A2AAdapter``: the SDK's JSON-RPC, REST and agent-card routes on a checkflow ``Host``.
 
-It composes the pieces: the durable task store on ``host.records("a2a")``, the gate that
-starts host runs, the executor that relays them, the SDK's request handler and its route
+It composes the pieces: the task store derived from the host's turns, the gate that starts
+host turns, the executor that relays them, the SDK's request handler and its route
 factories. This module wires only; the rules live in ``_gate``, ``_handler`` and ``_events``.
 """
 
@@ -30,7 +30,8 @@ from checkflow.adapters.a2a._errors import refusal_handler
 from checkflow.adapters.a2a._executor import HostExecutor
 from checkflow.adapters.a2a._gate import RunGate
 from checkflow.adapters.a2a._handler import A2ARequestHandler
-from checkflow.adapters.a2a._store import PRINCIPAL_KEY, A2ATaskStore
+from checkflow.adapters.a2a._ids import PRINCIPAL_KEY
+from checkflow.adapters.a2a._store import A2ATaskStore
 from checkflow.adapters.a2a._types import A2AMessage
 from checkflow.hosting import (
     NATIVE_EXCEPTION_HANDLERS,
@@ -73,8 +74,9 @@ class A2AAdapter:
 
     ``agent_card`` (an ``AgentCard`` or a path to its JSON) overrides the card derived from
     the workflow. ``public_url`` is the base URL the card's interfaces name; without it each
-    card request derives it from the address the client used. Tasks live in the host's
-    stores (``host.records("a2a")``), so any process sharing them serves every task.
+    card request derives it from the address the client used. A task is its turns in the
+    host's checkpoint (no task record is kept), so any process sharing the stores serves
+    every task.
     ``idle_task_timeout`` is how long a paused task's in-memory SDK state lingers before a
     follow-up rebuilds it from the store.
     """
@@ -120,8 +122,9 @@ class A2AAdapter:
 
         # the handler reads only the capabilities; the served card is built per request
         placeholder = self.card_for("checkflow", "", self.public_url or "http://127.0.0.1")
-        store = A2ATaskStore(host.records("a2a"))
         executor = HostExecutor(host)
+        store = A2ATaskStore(host, executor.running.__contains__)
+        executor.on_end = store.forget
         gate = RunGate(host, store, executor, takes_a2a_message)
         handler = A2ARequestHandler(host, store, placeholder, gate=gate, executor=executor,
                                     idle_task_timeout=self.idle_task_timeout)

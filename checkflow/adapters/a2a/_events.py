@@ -9,6 +9,7 @@ or calls the host.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -23,25 +24,34 @@ from checkflow.agents import AgentResponse
 from checkflow.hosting import ResumeToken, jsonable, pending_view
 from checkflow.workflows import PendingRequest, RunStatus
 
-__all__ = ["META_KEY", "RunEvents", "pending_ids", "resume_token_of", "run_index_of"]
+__all__ = ["META_KEY", "RunEvents", "pending_ids", "resume_token_of"]
 
 META_KEY = "checkflow"
 """The task metadata key holding ``resume_token``, ``pending_request_ids``, ``conversation_id``."""
 
 
-def _now() -> Any:
+_REJECTED = f"{TaskRejected.__name__}: "
+
+
+def _stamp(at: str | None = None) -> Any:
+    """A timestamp: ``at`` (ISO 8601, as a turn record has it) or now."""
     status = a2a_pb2.TaskStatus()
-    status.timestamp.FromDatetime(datetime.now(UTC))
+    when = datetime.now(UTC)
+    if at:
+        with contextlib.suppress(ValueError):
+            when = datetime.fromisoformat(at)
+    status.timestamp.FromDatetime(when if when.tzinfo else when.replace(tzinfo=UTC))
     return status.timestamp
 
 
-
-
-def _rejection(error: BaseException | None) -> TaskRejected | None:
+def _rejection(error: BaseException | str | None) -> str | None:
+    """The reason of a ``TaskRejected`` (raised, or as a turn record's error text)."""
+    if isinstance(error, str):
+        return error.removeprefix(_REJECTED) if error.startswith(_REJECTED) else None
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, TaskRejected):
-            return error
+            return error.reason
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return None
@@ -63,12 +73,6 @@ def resume_token_of(task: a2a_pb2.Task) -> ResumeToken | None:
     return msgspec.convert(token, ResumeToken) if token else None
 
 
-def run_index_of(task: a2a_pb2.Task) -> int:
-    """How many runs the task had before its newest user message (names its artifacts)."""
-    users = sum(1 for m in task.history if m.role == a2a_pb2.ROLE_USER)
-    return max(users - 1, 0)
-
-
 class RunEvents:
     """The A2A events for one run of one task (``run_index``: its position in the task)."""
 
@@ -79,9 +83,10 @@ class RunEvents:
 
     def status(self, state: int, *,
                message: a2a_pb2.Message | None = None,
-               metadata: Mapping[str, Any] | None = None) -> a2a_pb2.TaskStatusUpdateEvent:
-        """A status update (stamped now)."""
-        status = a2a_pb2.TaskStatus(state=state, timestamp=_now())  # type: ignore[arg-type]
+               metadata: Mapping[str, Any] | None = None,
+               at: str | None = None) -> a2a_pb2.TaskStatusUpdateEvent:
+        """A status update (stamped ``at``, or now)."""
+        status = a2a_pb2.TaskStatus(state=state, timestamp=_stamp(at))  # type: ignore[arg-type]
         if message is not None:
             status.message.CopyFrom(message)
         event = a2a_pb2.TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id,
@@ -98,21 +103,23 @@ class RunEvents:
         return a2a_pb2.Message(message_id=uuid.uuid4().hex, role=a2a_pb2.ROLE_AGENT,
                                context_id=self.context_id, task_id=self.task_id, parts=parts)
 
-    def output(self, value: Any, sequence: int) -> a2a_pb2.TaskArtifactUpdateEvent:
-        """The artifact update for one output (its id is stable for one run and sequence)."""
+    def output(self, value: Any, index: int) -> a2a_pb2.TaskArtifactUpdateEvent:
+        """The artifact update for the turn's ``index``-th output (its id is stable: the
+        live relay, a follower and the derived task name it alike)."""
         if isinstance(value, AgentResponse):  # an agent's reply: its text
             value = value.text
         artifact, append, last = artifact_for_output(
-            value, default_id=f"{self._prefix}{sequence}", id_prefix=self._prefix,
+            value, default_id=f"{self._prefix}{index}", id_prefix=self._prefix,
             to_json=jsonable)
         return a2a_pb2.TaskArtifactUpdateEvent(
             task_id=self.task_id, context_id=self.context_id, artifact=artifact,
             append=append, last_chunk=last)
 
     def final(self, status: RunStatus, *, pending: Mapping[str, PendingRequest],
-              resume_token: ResumeToken | None, error: BaseException | None
-              ) -> a2a_pb2.TaskStatusUpdateEvent:
-        """The status a run ends the task in: input-required, completed, rejected or failed."""
+              resume_token: ResumeToken | None, error: BaseException | str | None,
+              at: str | None = None) -> a2a_pb2.TaskStatusUpdateEvent:
+        """The status a run ends the task in: input-required, completed, rejected, failed or
+        canceled (``error``: the exception, or a turn record's error text)."""
         if pending and status is not RunStatus.FAILED:
             views = [pending_view(r) for r in pending.values()]
             ids = list(pending)
@@ -123,16 +130,19 @@ class RunEvents:
                     f"request ids to values ({', '.join(ids)})")
             return self.status(a2a_pb2.TASK_STATE_INPUT_REQUIRED,
                                message=self.agent_message(text, {"pending_requests": views}),
-                               metadata=meta)
+                               metadata=meta, at=at)
         done_meta: dict[str, Any] = {META_KEY: {"conversation_id": self.context_id,
                                 "pending_request_ids": [], "resume_token": None}}
         if status is RunStatus.FAILED:
             rejected = _rejection(error)
             if rejected is not None:
                 return self.status(a2a_pb2.TASK_STATE_REJECTED, metadata=done_meta,
-                                   message=self.agent_message(rejected.reason))
-            return self.status(a2a_pb2.TASK_STATE_FAILED, metadata=done_meta,
+                                   message=self.agent_message(rejected), at=at)
+            return self.status(a2a_pb2.TASK_STATE_FAILED, metadata=done_meta, at=at,
                                message=self.agent_message(f"the workflow failed: {error}"))
         if status is RunStatus.CANCELLED:
-            return self.status(a2a_pb2.TASK_STATE_CANCELED, metadata=done_meta)
-        return self.status(a2a_pb2.TASK_STATE_COMPLETED, metadata=done_meta)
+            return self.status(a2a_pb2.TASK_STATE_CANCELED, metadata=done_meta, at=at,
+                               message=self.agent_message(str(error or "canceled")))
+        if status is RunStatus.RUNNING:
+            return self.status(a2a_pb2.TASK_STATE_WORKING, at=at)
+        return self.status(a2a_pb2.TASK_STATE_COMPLETED, metadata=done_meta, at=at)

@@ -1,25 +1,31 @@
-"""The gate every ``SendMessage`` passes: protocol rules, then the host run is started.
+"""The gate every ``SendMessage`` passes: protocol rules, then the host turn is started.
 
 It runs inside the SDK's request setup (as its ``RequestContextBuilder``), before the SDK
 creates or touches a task, so a refusal is a plain protocol error and nothing is stored:
 
 - ``contextId`` is the host conversation id (scoped by principal); one that cannot be used
   is refused, never replaced; without one a new context is made.
+- ``messageId`` is the turn's idempotency key: a retry of a committed turn is answered with
+  its task (``Replayed``: nothing runs), a retry of a running one follows it (``Attach``).
 - a message with ``taskId`` continues that task: only an input-required one, with a data part
   mapping request ids to values (or any value when exactly one request waits); the task's
-  resume token goes with it, so of two racing continuations exactly one wins;
+  resume token goes with it, so of two racing continuations exactly one wins. A reply to a
+  request the task already had answered is refused (``already_answered``), never a fork.
 - a message without ``taskId`` while a task of the context awaits input is refused naming it;
+  ``metadata.checkflow.fromSnapshot`` is the one way to branch: a new task from that snapshot.
 - a busy conversation is refused at once (the host's lease), never queued.
 
-The started run is handed to the executor, which relays it. This module never enqueues
-events and never writes the task store.
+``Host.run`` returns only once the engine accepted the input (or raises its refusal), so the
+started turn is handed to the executor as it is. This module never enqueues events and never
+writes anything: the turn's origin (task id, the message as sent) is committed with its first
+snapshot by the host.
 """
 
 from __future__ import annotations
 
 import contextvars
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from a2a.server.agent_execution import RequestContext, RequestContextBuilder
@@ -33,54 +39,112 @@ from a2a.utils.errors import (
 
 from checkflow.adapters.a2a._events import pending_ids, resume_token_of
 from checkflow.adapters.a2a._executor import HostExecutor, PreparedRun
-from checkflow.adapters.a2a._parts import input_value, message_from_proto
-from checkflow.adapters.a2a._store import TERMINAL, A2ATaskStore, principal_of
+from checkflow.adapters.a2a._ids import (
+    MAX_ID,
+    TERMINAL,
+    check_message_id,
+    principal_of,
+    task_id_for,
+)
+from checkflow.adapters.a2a._parts import input_value, message_from_proto, python_value
+from checkflow.adapters.a2a._store import A2ATaskStore
+from checkflow.adapters.a2a._view import TASK_KEY, TaskView, origin_data, task_turns
 from checkflow.errors import (
     ConversationBusyError,
     ConversationNotFoundError,
     HostingError,
     InvalidMessageError,
     InvalidResponseError,
+    RecordTooLargeError,
+    RequestNotPendingError,
+    SnapshotNotFoundError,
     StaleResumeTokenError,
+    TurnInProgressError,
     WorkflowError,
 )
-from checkflow.hosting import Host, HostedRun, ResumeToken
-from checkflow.workflows import SnapshotCommittedEvent, WorkflowEvent
+from checkflow.hosting import Host, ResumeToken, Turn, TurnOrigin, TurnRecord
 
-__all__ = ["ATTEMPTS", "RunGate", "check_context_id"]
+__all__ = ["ATTEMPTS", "BLOCKING", "Attach", "Replayed", "RunGate", "check_context_id"]
 
 ATTEMPTS: contextvars.ContextVar[list[tuple[str, PreparedRun]]] = contextvars.ContextVar(
     "checkflow_a2a_attempts")
 """The runs one request prepared, so the handler closes those the SDK never executed."""
 
-_MAX_CONTEXT_ID = 256
+BLOCKING: contextvars.ContextVar[bool] = contextvars.ContextVar("checkflow_a2a_blocking",
+                                                                default=False)
+"""Whether the request is a blocking ``SendMessage`` (the only one a direct reply answers)."""
+
+PROTOCOL = "a2a"
+BRANCH_KEY = "fromSnapshot"
+
+
+class Replayed(Exception):
+    """A retried ``messageId`` whose turn is recorded: answer with ``task_id`` as it is."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
+
+
+class Attach(Exception):
+    """A retried ``messageId`` whose turn still runs: follow ``task_id`` instead."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
 
 
 def check_context_id(context_id: str) -> None:
     """Refuse a client ``contextId`` the native API could not address as a path segment."""
-    if (len(context_id) > _MAX_CONTEXT_ID or "/" in context_id
+    if (len(context_id) > MAX_ID or "/" in context_id
             or any(ord(c) < 32 or ord(c) == 127 for c in context_id)):
         raise InvalidParamsError(
             message=f"contextId {context_id[:80]!r} cannot be used: it must be at most "
-                    f"{_MAX_CONTEXT_ID} characters without '/' or control characters")
+                    f"{MAX_ID} characters without '/' or control characters")
 
 
 def _state_name(task: a2a_pb2.Task) -> str:
     return str(a2a_pb2.TaskState.Name(task.status.state))
 
 
-def responses_for(task: a2a_pb2.Task, message: a2a_pb2.Message) -> dict[str, Any]:
+def _already_answered(task_id: str, request_ids: Sequence[str], state: str | None = None
+                      ) -> UnsupportedOperationError:
+    ids = sorted(request_ids)
+    where = f"task {task_id} is {state}" if state else f"task {task_id}"
+    return UnsupportedOperationError(
+        message=f"{where}: request(s) {', '.join(ids)} were already answered; to "
+                f"answer again from that pause, start a new task with metadata "
+                f"checkflow.{BRANCH_KEY} naming its snapshot",
+        data={"reason": "already_answered", "request_ids": ids})
+
+
+def _asked(view: TaskView) -> set[str]:
+    """Every request id a turn of the task ended waiting for."""
+    return {rid for turn in view.turns for rid in turn.pending_requests}
+
+
+def _data(message: a2a_pb2.Message) -> dict[str, Any] | None:
+    data = [p.data for p in message_from_proto(message).parts if p.kind == "data"]
+    return data[0] if len(data) == 1 and isinstance(data[0], dict) else None
+
+
+def responses_for(view: TaskView, message: a2a_pb2.Message) -> dict[str, Any]:
     """The host ``responses`` a continuation message carries for a paused task."""
+    task = view.task
     waiting = pending_ids(task)
-    received = message_from_proto(message)
-    data = [p.data for p in received.parts if p.kind == "data"]
-    if len(data) == 1 and isinstance(data[0], dict) and set(data[0]) & set(waiting):
-        unknown = sorted(set(data[0]) - set(waiting))
-        if unknown:
-            raise InvalidParamsError(
-                message=f"task {task.id} has no pending request {unknown[0]!r} "
-                        f"(pending: {', '.join(waiting)})")
-        return dict(data[0])
+    data = _data(message)
+    if data is not None:
+        named = set(data)
+        answered = (named - set(waiting)) & _asked(view)
+        if answered:
+            raise _already_answered(task.id, list(answered))
+        if named & set(waiting):
+            unknown = sorted(named - set(waiting))
+            if unknown:
+                raise InvalidParamsError(
+                    message=f"task {task.id} has no pending request {unknown[0]!r} "
+                            f"(pending: {', '.join(waiting)})")
+            return dict(data)
     if len(waiting) == 1:
         return {waiting[0]: input_value(message, whole_message=False)}
     raise InvalidParamsError(
@@ -88,8 +152,30 @@ def responses_for(task: a2a_pb2.Task, message: a2a_pb2.Message) -> dict[str, Any
                 f"part mapping request ids to values")
 
 
+def _branch(message: a2a_pb2.Message) -> str | None:
+    """The snapshot ``metadata.checkflow.fromSnapshot`` names (the explicit branch)."""
+    if not message.HasField("metadata"):
+        return None
+    meta = python_value(message.metadata).get("checkflow")
+    if not isinstance(meta, dict) or BRANCH_KEY not in meta:
+        return None
+    snapshot = meta[BRANCH_KEY]
+    if not isinstance(snapshot, str) or not snapshot:
+        raise InvalidParamsError(
+            message=f"metadata.checkflow.{BRANCH_KEY} must name a snapshot id (a string)")
+    return snapshot
+
+
+def _waiting(lineage: Sequence[TurnRecord]) -> str | None:
+    """The task the context waits on: its last turn is a task's, paused."""
+    if not lineage or not lineage[-1].pending_requests:
+        return None
+    return next((task_id for task_id, turns in task_turns(lineage).items()
+                 if turns[-1] is lineage[-1]), None)
+
+
 class RunGate(RequestContextBuilder):
-    """Applies the mapping's rules to a ``SendMessage`` and starts its host run."""
+    """Applies the mapping's rules to a ``SendMessage`` and starts its host turn."""
 
     def __init__(self, host: Host, store: A2ATaskStore, executor: HostExecutor,
                  takes_a2a_message: Callable[[], Awaitable[bool]]) -> None:
@@ -102,15 +188,23 @@ class RunGate(RequestContextBuilder):
                     params: a2a_pb2.SendMessageRequest | None = None,
                     task_id: str | None = None, context_id: str | None = None,
                     task: a2a_pb2.Task | None = None) -> RequestContext:
-        """Check the request, start its run, and name the task the run belongs to."""
+        """Check the request, start its turn, and name the task the turn belongs to."""
         if params is None:
             raise InvalidRequestError(message="SendMessage needs a message")
+        message = params.message
+        if not message.message_id:
+            message.message_id = uuid.uuid4().hex
+        check_message_id(message.message_id)
+        branch = _branch(message)
         if task_id:
-            context_id, run = await self._continue(task_id, params.message, context)
+            if branch is not None:
+                raise InvalidParamsError(
+                    message=f"metadata.checkflow.{BRANCH_KEY} starts a new task: send it "
+                            f"without taskId")
+            context_id, run = await self._continue(task_id, message, context)
         else:
-            task_id = uuid.uuid4().hex
-            context_id, run = await self._new_task(task_id, context_id, params.message,
-                                                   context)
+            context_id, task_id, run = await self._new_task(context_id, message, branch,
+                                                            context)
         attempts = ATTEMPTS.get(None)
         if attempts is not None:
             attempts.append((task_id, run))
@@ -120,100 +214,149 @@ class RunGate(RequestContextBuilder):
 
     async def _continue(self, task_id: str, message: a2a_pb2.Message,
                         context: ServerCallContext) -> tuple[str, PreparedRun]:
-        current = (await self._store.require(task_id, context)).task
-        if current.status.state in TERMINAL:
-            raise UnsupportedOperationError(
-                message=f"task {task_id} is {_state_name(current)} and takes no more "
-                        f"messages; send one without taskId to start a new task in context "
-                        f"{current.context_id}")
+        view = await self._store.require(task_id, context)
+        current, context_id = view.task, view.task.context_id
         if current.status.state != a2a_pb2.TASK_STATE_INPUT_REQUIRED:
+            await self._replay_of(context_id, task_id, message.message_id, context)
+            data = _data(message)
+            if data is not None and set(data) & _asked(view):
+                raise _already_answered(task_id, list(set(data) & _asked(view)),
+                                        _state_name(current))
+            if current.status.state in TERMINAL:
+                raise UnsupportedOperationError(
+                    message=f"task {task_id} is {_state_name(current)} and takes no more "
+                            f"messages; send one without taskId to start a new task in "
+                            f"context {context_id}")
             raise UnsupportedOperationError(
                 message=f"task {task_id} is {_state_name(current)}: it is not waiting for "
                         f"input (subscribe to it, or cancel it)")
-        responses = responses_for(current, message)
-        run = await self._start(current.context_id, context, task_id=task_id,
-                                responses=responses, resume_token=resume_token_of(current))
-        run.run_index = sum(1 for m in current.history if m.role == a2a_pb2.ROLE_USER)
-        return current.context_id, run
-
-    async def _new_task(self, task_id: str, context_id: str | None, message: a2a_pb2.Message,
-                        context: ServerCallContext) -> tuple[str, PreparedRun]:
-        if context_id:
-            check_context_id(context_id)
-            waiting = await self._waiting(context_id, context)
-            if waiting is not None:
-                raise UnsupportedOperationError(
-                    message=f"task {waiting} in context {context_id} is waiting for input: "
-                            f"answer it with taskId {waiting} (or cancel it) before "
-                            f"starting a new task there",
-                    data={"waiting_task_id": waiting})
-        else:
-            context_id = uuid.uuid4().hex
-        message.task_id, message.context_id = task_id, context_id  # as the task will have them
-        whole = await self._takes_a2a_message()
-        value = input_value(message, whole_message=whole)
-        run = await self._start(context_id, context, message=value)
-        run.may_reply = whole
+        responses = responses_for(view, message)
+        message.context_id = context_id
+        run = await self._start(context_id, task_id, message, context, responses=responses,
+                                resume_token=resume_token_of(current), new_task=False)
+        run.run_index = len(view.turns)
         return context_id, run
 
-    async def _waiting(self, context_id: str, context: ServerCallContext) -> str | None:
-        """The context's task waiting for input, if the conversation still has its requests.
+    async def _replay_of(self, context_id: str, task_id: str, key: str,
+                         context: ServerCallContext) -> None:
+        """A retry of a continuation of a task that is no longer waiting: its turn's task."""
+        found = await self._host.find_turn(context_id, idempotency_key=key,
+                                           principal=principal_of(context))
+        if found is None or found.data.get(TASK_KEY) != task_id:
+            return
+        if found.state == "running":
+            raise Attach(task_id)
+        if found.state == "committed":
+            raise Replayed(task_id)
 
-        Only the newest task can be waiting: a context's tasks run one after another (the
-        conversation's lease) and a new one starts only once none waits. An older task still
-        marked input-required was answered outside A2A (the native API); it keeps its last
-        A2A state but blocks nothing, and continuing it is refused as stale by its resume
-        token. So this reads the context's newest task, never its whole history.
-        """
-        newest = await self._store.newest_task(context_id, context)
-        if newest is None or newest.status.state != a2a_pb2.TASK_STATE_INPUT_REQUIRED:
+    async def _new_task(self, context_id: str | None, message: a2a_pb2.Message,
+                        branch: str | None, context: ServerCallContext
+                        ) -> tuple[str, str, PreparedRun]:
+        token: ResumeToken | None = None
+        if context_id:
+            check_context_id(context_id)
+            if branch is None:
+                token = await self._check_context(context_id, message.message_id, context)
+        else:
+            context_id = uuid.uuid4().hex
+        task_id = task_id_for(context_id, message.message_id)
+        message.task_id, message.context_id = task_id, context_id  # as the task will have them
+        answers = None if branch is None else await self._branch_answers(
+            context_id, branch, message, context)
+        whole = await self._takes_a2a_message()
+        value = None if answers is not None else input_value(message, whole_message=whole)
+        run = await self._start(context_id, task_id, message, context, value=value,
+                                responses=answers, from_snapshot=branch, resume_token=token)
+        run.may_reply = whole and answers is None and BLOCKING.get()
+        return context_id, task_id, run
+
+    async def _branch_answers(self, context_id: str, snapshot: str, message: a2a_pb2.Message,
+                              context: ServerCallContext) -> dict[str, Any] | None:
+        """A branch from a pause whose data part maps its request ids: those answers (else
+        the message is the new task's input, from that snapshot)."""
+        data = _data(message)
+        if data is None:
             return None
         try:
-            state = await self._host.get_conversation(context_id,
-                                                      principal=principal_of(context))
+            lineage = await self._host.turns(context_id, principal=principal_of(context))
         except ConversationNotFoundError:
             return None
-        return newest.id if set(pending_ids(newest)) & set(state.pending_requests) else None
+        paused = next((t for t in lineage if t.last_snapshot_id == snapshot), None)
+        if paused is None or not paused.pending_requests or not set(data) <= set(
+                paused.pending_requests):
+            return None
+        return dict(data)
 
-    async def _start(self, context_id: str, context: ServerCallContext, *,
-                     task_id: str | None = None, message: Any = None,
-                     responses: dict[str, Any] | None = None,
-                     resume_token: ResumeToken | None = None) -> PreparedRun:
-        """Start the run and take its events up to the accepted input, so every refusal
-        (busy, stale, a response of the wrong type, ...) happens here, before any task."""
-        run: HostedRun | None = None
+    async def _check_context(self, context_id: str, key: str, context: ServerCallContext
+                             ) -> ResumeToken | None:
+        """The waiting-task rule (a retry passes it: it is answered as recorded); the head
+        the new task must start from."""
         try:
-            started = await self._host.run(context_id, message=message, responses=responses,
-                                           principal=principal_of(context),
-                                           resume_token=resume_token, stream=True)
-            assert isinstance(started, HostedRun)
-            run = started
-            events = aiter(run)
-            seen: list[WorkflowEvent] = []
-            async for event in events:
-                seen.append(event)
-                if isinstance(event, SnapshotCommittedEvent):
-                    break
+            lineage = await self._host.turns(context_id, principal=principal_of(context))
+        except ConversationNotFoundError:
+            return None
+        for turn in lineage:
+            if turn.idempotency_key == key and isinstance(turn.data.get(TASK_KEY), str):
+                raise Replayed(str(turn.data[TASK_KEY]))
+        waiting = _waiting(lineage)
+        if waiting is not None:
+            raise UnsupportedOperationError(
+                message=f"task {waiting} in context {context_id} is waiting for input: "
+                        f"answer it with taskId {waiting} (or cancel it) before "
+                        f"starting a new task there",
+                data={"waiting_task_id": waiting})
+        last = lineage[-1] if lineage else None
+        if last is None or not last.checkpoint_id or not last.last_snapshot_id:
+            return None
+        return ResumeToken(last.checkpoint_id, last.last_snapshot_id)
+
+    async def _start(self, context_id: str, task_id: str, message: a2a_pb2.Message,
+                     context: ServerCallContext, *, value: Any = None,
+                     responses: dict[str, Any] | None = None,
+                     from_snapshot: str | None = None,
+                     resume_token: ResumeToken | None = None,
+                     new_task: bool = True) -> PreparedRun:
+        """Start the turn; every refusal (busy, stale, already answered, a response of the
+        wrong type, ...) is raised by ``Host.run`` here, before any task exists."""
+        origin = TurnOrigin(PROTOCOL, origin_data(task_id, message))
+        try:
+            turn = await self._host.run(
+                context_id, message=value, responses=responses,
+                principal=principal_of(context), from_snapshot=from_snapshot,
+                resume_token=resume_token, idempotency_key=message.message_id,
+                origin=origin, stream=True)
+        except TurnInProgressError:
+            raise Attach(task_id) from None
         except BaseException as exc:
-            if run is not None:
-                await run.aclose()
             raise _refusal(exc, context_id, task_id) from None
-        return PreparedRun(run, events, seen, new_task=task_id is None, run_index=0)
+        record = getattr(turn, "record", None)
+        if turn.replayed and isinstance(record, TurnRecord):
+            await turn.aclose()
+            raise Replayed(str(record.data.get(TASK_KEY) or task_id))
+        assert isinstance(turn, Turn)
+        return PreparedRun(turn, new_task=new_task, run_index=0)
 
 
-def _refusal(exc: BaseException, context_id: str, task_id: str | None) -> BaseException:
-    """The protocol error for a run that could not start (other exceptions pass as they are)."""
+def _refusal(exc: BaseException, context_id: str, task_id: str) -> BaseException:
+    """The protocol error for a turn that could not start (other exceptions pass as they
+    are)."""
+    if isinstance(exc, StaleResumeTokenError):
+        return UnsupportedOperationError(
+            message=f"context {context_id} moved on before task {task_id} could start or "
+                    f"continue (another request was first); read it again (GetTask)",
+            data={"reason": "TASK_ALREADY_CONTINUED"})
     if isinstance(exc, ConversationBusyError):
         return UnsupportedOperationError(
             message=f"context {context_id} is busy with another run; retry after "
                     f"{exc.retry_after:g} s",
             data={"reason": "CONTEXT_BUSY", "retry_after": exc.retry_after})
-    if isinstance(exc, StaleResumeTokenError):
-        return UnsupportedOperationError(
-            message=f"task {task_id} was continued by another request first; read it again "
-                    f"(GetTask)", data={"reason": "TASK_ALREADY_CONTINUED"})
+    if isinstance(exc, RequestNotPendingError):
+        return _already_answered(task_id, exc.request_ids)
+    if isinstance(exc, RecordTooLargeError):
+        return InvalidRequestError(message=str(exc), data={
+            "reason": "record_too_large", "size": exc.size, "limit": exc.limit})
     if isinstance(exc, InvalidMessageError | InvalidResponseError | ConversationNotFoundError
-                  | TypeError | ValueError):
+                  | SnapshotNotFoundError | TypeError | ValueError):
         return InvalidParamsError(message=str(exc))
     if isinstance(exc, HostingError | WorkflowError):
         return UnsupportedOperationError(message=str(exc))

@@ -1,50 +1,53 @@
-"""The SDK's default request handler, with the three behaviours the mapping changes.
+"""The SDK's default request handler, with the behaviours the mapping changes.
 
-- ``SendMessage`` / ``SendStreamingMessage``: a run the gate started but the SDK never
-  executed (its setup failed after the gate) is closed, so no lease is left held.
-- ``SubscribeToTask``: an input-required task answers with its current state and ends; a
-  working task relayed by this process is tapped as the SDK does; one running elsewhere is
-  followed through ``Host.subscribe``; a terminal one is ``-32004``.
-- ``CancelTask``: unknown ``-32001``, terminal ``-32002``; otherwise the SDK cancels (its
-  local path calls our executor's ``cancel``, i.e. ``Host.cancel``; its remote path writes
-  CANCELED, which the relaying process sees on its next write and stops), then ``Host.cancel``.
+- ``SendMessage`` / ``SendStreamingMessage``: a turn the gate started but the SDK never
+  executed (its setup failed after the gate) is closed, so no lease is left held. A retried
+  ``messageId`` is answered here: a recorded turn with its task as it is (nothing runs), a
+  running one by following it (blocking: to its end; streaming: its events).
+- ``SubscribeToTask``: follows the task from any process (``_follow``): a working task to
+  its end, an input-required one through its continuation to its next interrupted or
+  terminal state; a terminal one is ``-32004``.
+- ``CancelTask``: unknown ``-32001``, terminal ``-32002``; a working task is cancelled
+  through ``Host.cancel`` (from any process: its owner stops it within about a second) and
+  answered once its turn ended; an input-required task is cancelled by the host dropping
+  its turns from the conversation (``Host.cancel(..., turn_id=...)``), so its requests go too.
 
 Everything else (JSON-RPC, ProtoJSON, errors, versions, ``GetTask``, ``ListTasks``) is the
-SDK's own. This module never converts workflow values itself.
+SDK's own, on the derived store. This module never converts workflow values itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import warnings
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.types import a2a_pb2
 from a2a.utils.errors import TaskNotCancelableError, UnsupportedOperationError
+from a2a.utils.task import apply_history_length
 
-from checkflow.adapters.a2a._events import RunEvents, run_index_of
 from checkflow.adapters.a2a._executor import HostExecutor
-from checkflow.adapters.a2a._gate import ATTEMPTS, RunGate
-from checkflow.adapters.a2a._store import TERMINAL, A2ATaskStore, principal_of
+from checkflow.adapters.a2a._follow import follow_task
+from checkflow.adapters.a2a._gate import ATTEMPTS, BLOCKING, Attach, Replayed, RunGate
+from checkflow.adapters.a2a._ids import TERMINAL, principal_of
+from checkflow.adapters.a2a._store import A2ATaskStore
+from checkflow.adapters.a2a._view import TaskView
 from checkflow.hosting import Host
-from checkflow.workflows import (
-    OutputEvent,
-    PendingRequest,
-    RequestInfoEvent,
-    RunStatus,
-    WorkflowFailedEvent,
-    WorkflowStatusEvent,
-)
 
 __all__ = ["A2ARequestHandler"]
 
+_CANCEL_WAIT = 10.0  # how long CancelTask waits for the cancelled turn to end
+
 
 def _not_the_event_stream_notice(record: logging.LogRecord) -> bool:
-    # cross-replica *streaming* needs an SDK event stream; we follow remote runs through
-    # Host.subscribe instead, so the SDK's notice about it does not apply here
+    # cross-replica *streaming* needs an SDK event stream; we follow remote turns through
+    # Host.follow instead, so the SDK's notice about it does not apply here
     return not str(record.msg).startswith("A VersionedTaskStore was configured without")
 
 
@@ -53,10 +56,12 @@ logging.getLogger("a2a.server.request_handlers.default_request_handler_v2").addF
 
 
 class A2ARequestHandler(DefaultRequestHandlerV2):
-    """``DefaultRequestHandlerV2`` on our executor, gate and durable store."""
+    """``DefaultRequestHandlerV2`` on our executor, gate and derived store."""
 
     def __init__(self, host: Host, store: A2ATaskStore, card: a2a_pb2.AgentCard, *,
-                 gate: RunGate, executor: HostExecutor, idle_task_timeout: float) -> None:
+                 gate: RunGate, executor: HostExecutor, idle_task_timeout: float,
+                 follow_poll_seconds: float = 0.25, follow_max_seconds: float = 3600.0
+                 ) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the same notice, as a warning
             super().__init__(agent_executor=executor, task_store=store, agent_card=card,
@@ -65,34 +70,70 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         self._host = host
         self._store = store
         self._executor = executor
+        self._poll = follow_poll_seconds
+        self._max = follow_max_seconds
 
-    async def _close_unexecuted(self, attempts: list[tuple[str, object]]) -> None:
+    async def _close_unexecuted(self, attempts: list[tuple[str, Any]]) -> None:
         for task_id, run in attempts:
-            await self._executor.discard(task_id, run)  # type: ignore[arg-type]
+            await self._executor.discard(task_id, run)
+
+    async def _served(self, view: TaskView, context: ServerCallContext) -> a2a_pb2.Task:
+        """The task as served now: the live copy while this process relays it."""
+        stored = await self._store.get(view.task.id, context)
+        return view.task if stored is None else stored.task
+
+    def _follow(self, view: TaskView, first: a2a_pb2.Task, context: ServerCallContext
+                ) -> AsyncIterator[Event]:
+        return follow_task(self._host, self._store, view, first, principal_of(context),
+                           poll_seconds=self._poll, max_seconds=self._max)
 
     async def on_message_send(self, params: a2a_pb2.SendMessageRequest,
                               context: ServerCallContext) -> a2a_pb2.Message | a2a_pb2.Task:
-        """The SDK's SendMessage; a run it never executed is closed."""
-        attempts: list[tuple[str, object]] = []
-        token = ATTEMPTS.set(attempts)  # type: ignore[arg-type]
+        """The SDK's SendMessage; a retry answers as recorded; an unexecuted turn is
+        closed."""
+        attempts: list[tuple[str, Any]] = []
+        token = ATTEMPTS.set(attempts)
+        blocking = BLOCKING.set(not params.configuration.return_immediately)
         try:
             reply: a2a_pb2.Message | a2a_pb2.Task = await super().on_message_send(params,
                                                                                  context)
             return reply
+        except Replayed as replay:
+            view = await self._store.require(replay.task_id, context)
+            return apply_history_length(view.task, params.configuration)
+        except Attach as attach:
+            view = await self._store.require(attach.task_id, context)
+            task = view.task
+            if not params.configuration.return_immediately:
+                async for _ in self._follow(view, task, context):
+                    pass
+                task = (await self._store.require(attach.task_id, context)).task
+            return apply_history_length(task, params.configuration)
         finally:
+            BLOCKING.reset(blocking)
             ATTEMPTS.reset(token)
             await self._close_unexecuted(attempts)
 
     async def on_message_send_stream(self, params: a2a_pb2.SendMessageRequest,
                                      context: ServerCallContext
                                      ) -> AsyncGenerator[Event, None]:
-        """The SDK's SendStreamingMessage; a run it never executed is closed."""
-        attempts: list[tuple[str, object]] = []
-        token = ATTEMPTS.set(attempts)  # type: ignore[arg-type]
+        """The SDK's SendStreamingMessage; a retry streams as recorded (or follows)."""
+        attempts: list[tuple[str, Any]] = []
+        token = ATTEMPTS.set(attempts)
         try:
             stream = super().on_message_send_stream(params, context)
             try:
                 first = await anext(stream)
+            except Replayed as replay:
+                view = await self._store.require(replay.task_id, context)
+                yield apply_history_length(view.task, params.configuration)
+                return
+            except Attach as attach:
+                view = await self._store.require(attach.task_id, context)
+                async for event in self._follow(view, await self._served(view, context),
+                                                context):
+                    yield event
+                return
             finally:
                 ATTEMPTS.reset(token)
             yield first
@@ -104,60 +145,44 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
     async def on_subscribe_to_task(self, params: a2a_pb2.SubscribeToTaskRequest,
                                    context: ServerCallContext
                                    ) -> AsyncGenerator[Event, None]:
-        """Re-attach to a task: its state now, then its run's events until it stops."""
-        task = (await self._store.require(params.id, context)).task
-        if task.status.state in TERMINAL:
+        """Follow a task: its state now, then its turns until it stops again."""
+        view = await self._store.require(params.id, context)
+        if view.state in TERMINAL:
             raise UnsupportedOperationError(
-                message=f"task {task.id} is {a2a_pb2.TaskState.Name(task.status.state)}: "
-                        f"there is nothing more to stream")
-        if task.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED:
-            yield task
-            return
-        if task.id in self._executor.running:
-            async for event in super().on_subscribe_to_task(params, context):
-                yield event
-            return
-        yield task
-        async for event in self._follow(task, context):
+                message=f"task {view.task.id} is "
+                        f"{a2a_pb2.TaskState.Name(view.task.status.state)}: there is nothing "
+                        f"more to stream")
+        async for event in self._follow(view, await self._served(view, context), context):
             yield event
-
-    async def _follow(self, task: a2a_pb2.Task, context: ServerCallContext
-                      ) -> AsyncGenerator[Event, None]:
-        """A run relayed by another process, through ``Host.subscribe``."""
-        events = RunEvents(task.id, task.context_id, run_index_of(task))
-        known = {a.artifact_id for a in task.artifacts}
-        pending: dict[str, PendingRequest] = {}
-        status: RunStatus | None = None
-        failure: BaseException | None = None
-        async for event in self._host.subscribe(task.context_id,
-                                                principal=principal_of(context)):
-            if isinstance(event, OutputEvent):
-                update = events.output(event.data, event.sequence)
-                if update.artifact.artifact_id not in known:
-                    yield update
-            elif isinstance(event, RequestInfoEvent):
-                pending[event.request.request_id] = event.request
-            elif isinstance(event, WorkflowStatusEvent):
-                status = event.status
-            elif isinstance(event, WorkflowFailedEvent):
-                status, failure = RunStatus.FAILED, event.error
-        # The relaying process writes the final state too; prefer it when it is there.
-        stored = await self._store.get(task.id, context)
-        if stored is not None and stored.task.status.state != a2a_pb2.TASK_STATE_WORKING:
-            yield stored.task
-        elif status is not None and status is not RunStatus.RUNNING:
-            yield events.final(status, pending=pending, resume_token=None, error=failure)
-        # else: no run of this conversation is visible here; the stream ends at the task
 
     async def on_cancel_task(self, params: a2a_pb2.CancelTaskRequest,
                              context: ServerCallContext) -> a2a_pb2.Task | None:
         """Cancel a working or input-required task through the host; -32002 otherwise."""
-        stored = await self._store.require(params.id, context)
-        if stored.task.status.state in TERMINAL:
+        view = await self._store.require(params.id, context)
+        if view.state in TERMINAL:
             raise TaskNotCancelableError(
                 message=f"task {params.id} is "
-                        f"{a2a_pb2.TaskState.Name(stored.task.status.state)} and cannot be "
+                        f"{a2a_pb2.TaskState.Name(view.task.status.state)} and cannot be "
                         f"canceled")
-        task: a2a_pb2.Task | None = await super().on_cancel_task(params, context)
-        await self._host.cancel(stored.task.context_id, principal=principal_of(context))
-        return task
+        principal = principal_of(context)
+        context_id = view.task.context_id
+        if view.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED and (
+                params.id not in self._executor.running):
+            await self._cancel_paused(view, principal)
+        else:
+            await self._host.cancel(context_id, principal=principal)
+        end = time.monotonic() + _CANCEL_WAIT
+        while True:
+            fresh = await self._store.require(params.id, context)
+            if fresh.last.state != "running" and params.id not in self._executor.running:
+                return fresh.task
+            if time.monotonic() > end:
+                return fresh.task
+            await asyncio.sleep(0.02)
+
+    async def _cancel_paused(self, view: TaskView, principal: str | None) -> None:
+        """Drop a paused task's turns from its conversation (so its requests go too): the
+        head goes back to before the task's first turn, the turns are recorded cancelled."""
+        # Host.cancel(turn_id=...) (the Host protocol does not name the keyword yet)
+        cancel: Callable[..., Awaitable[bool]] = self._host.cancel
+        await cancel(view.task.context_id, principal=principal, turn_id=view.turns[0].turn_id)

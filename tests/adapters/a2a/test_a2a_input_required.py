@@ -191,8 +191,13 @@ async def test_a_task_answered_through_the_native_api_no_longer_blocks_its_conte
         answered = await http.post("/v1/conversations/native-2/runs",
                                    json={"responses": {request["request_id"]: True}})
     assert answered.status_code == 200, answered.text
-    with pytest.raises(UnsupportedOperationError, match="another request"):
+    # the native answer continues the task: the task shows it, and a late reply is refused
+    done = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
+    assert done.status.state == COMPLETED
+    assert [p.text for a in done.artifacts for p in a.parts] == ["published"]
+    with pytest.raises(UnsupportedOperationError, match="already answered") as late:
         await send(client, answer(paused, False))
+    assert (late.value.data or {}).get("reason") == "already_answered"
     assert (await send_task(client, user_message("hello", context_id="native-2"))
             ).status.state == COMPLETED
 

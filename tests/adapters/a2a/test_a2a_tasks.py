@@ -89,16 +89,17 @@ async def test_cancelling_an_input_required_task_then_again(connect: ClientMaker
     paused = await send_task(client, user_message("ask", context_id="cancel-1"))
     canceled = await client.cancel_task(a2a_pb2.CancelTaskRequest(id=paused.id))
     assert canceled.status.state == CANCELED
+    assert (await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))).status.state == (
+        CANCELED)
     with pytest.raises(TaskNotCancelableError):
         await client.cancel_task(a2a_pb2.CancelTaskRequest(id=paused.id))
     with pytest.raises(UnsupportedOperationError, match="CANCELED"):
         await send(client, user_message("yes", task_id=paused.id))
-    # the context is no longer blocked, and its next task continues from the last good head,
-    # which still holds the request the canceled task waited for
+    # the context is no longer blocked, and the cancelled task's turns left the
+    # conversation with its request: the next task does not wait on it
     after = await send_task(client, user_message("hello", context_id="cancel-1"))
-    assert after.id != paused.id and after.status.state == INPUT_REQUIRED
-    assert python_value(after.metadata)["checkflow"]["pending_request_ids"] == python_value(
-        paused.metadata)["checkflow"]["pending_request_ids"]
+    assert after.id != paused.id and after.status.state == COMPLETED
+    assert python_value(after.metadata)["checkflow"]["pending_request_ids"] == []
     assert [p.text for a in after.artifacts for p in a.parts] == ["hello back"]
 
 
@@ -131,12 +132,34 @@ async def test_cancelling_a_working_task_stops_its_run(
         await client.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id))
 
 
-async def test_subscribing_to_an_input_required_task_gives_its_state_and_ends(
-        connect: ClientMaker) -> None:
+async def test_subscribing_to_an_input_required_task_follows_its_continuation(
+        connect: ClientMaker, host: WorkflowHost, monkeypatch: pytest.MonkeyPatch) -> None:
     client = await connect(streaming=True)
-    paused = (await send(client, user_message("ask")))[0].task
-    events = [e async for e in client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=paused.id))]
-    assert [e.task.status.state for e in events] == [INPUT_REQUIRED]
+    started = (await send(client, user_message("ask")))[0].task
+    paused = await client.get_task(a2a_pb2.GetTaskRequest(id=started.id))
+    followed = asyncio.Event()
+    real_follow = host.follow
+
+    def follow(*args: Any, **kwargs: Any) -> Any:
+        followed.set()  # the subscription is open and waiting: a gate, never a sleep
+        return real_follow(*args, **kwargs)
+
+    monkeypatch.setattr(host, "follow", follow)
+    subscribing = asyncio.create_task(_events(client.subscribe(
+        a2a_pb2.SubscribeToTaskRequest(id=paused.id))))
+    await asyncio.wait_for(followed.wait(), 10)
+    (request_id,) = python_value(paused.metadata)["checkflow"]["pending_request_ids"]
+    await send_task(await connect(), user_message(
+        a2a_pb2.Part(data=proto_value({request_id: True})), task_id=paused.id))
+    events = await asyncio.wait_for(subscribing, 10)
+    assert events[0].task.status.state == INPUT_REQUIRED
+    assert [p.text for e in events if e.HasField("artifact_update")
+            for p in e.artifact_update.artifact.parts] == ["published"]
+    assert events[-1].status_update.status.state == COMPLETED
+
+
+async def _events(stream: Any) -> list[a2a_pb2.StreamResponse]:
+    return [e async for e in stream]
 
 
 async def test_subscribing_to_a_terminal_or_unknown_task_is_refused(
@@ -212,4 +235,5 @@ async def test_not_cancelable_and_terminal_task_codes(app: Any) -> None:
     cancel = {"jsonrpc": "2.0", "id": 2, "method": "CancelTask", "params": {"id": done["id"]}}
     assert (await rpc(app, cancel))["error"]["code"] == -32002
     again = send_body(taskId=done["id"])
+    again["params"]["message"]["messageId"] = "m-raw-2"  # not a retry of the first message
     assert (await rpc(app, again))["error"]["code"] == -32004

@@ -57,23 +57,22 @@ def texts(task: a2a_pb2.Task) -> list[str]:
     return [p.text for a in task.artifacts for p in a.parts if p.text]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: cancelling an INPUT_REQUIRED task keeps its "
-                   "request pending for the context's next task")
 async def test_cancelling_an_input_required_task_leaves_no_request_behind(
         connect: ClientMaker, host: WorkflowHost) -> None:
     client = await connect()
+    before = await send_task(client, user_message("data", context_id="t-cancel"))
     paused = await send_task(client, user_message("ask", context_id="t-cancel"))
     assert (await client.cancel_task(a2a_pb2.CancelTaskRequest(id=paused.id))
             ).status.state == CANCELED
     state = await host.get_conversation("t-cancel", principal="alice")
-    assert dict(state.pending_requests) == {}
+    assert dict(state.pending_requests) == {}  # the head is back where the task started
+    assert (await client.get_task(a2a_pb2.GetTaskRequest(id=before.id))).status.state == (
+        COMPLETED)
     after = await send_task(client, user_message("hello", context_id="t-cancel"))
     assert (after.status.state, texts(after), meta(after)["pending_request_ids"]) == (
         COMPLETED, ["hello back"], [])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a start taking A2AMessage announces its task "
-                   "only at the first output")
 async def test_a_task_of_a_start_taking_a2a_message_exists_before_its_first_output(
         connect: ClientMaker, stores: Any) -> None:
     gate = Gate()
@@ -111,8 +110,6 @@ async def settled(client: Any, sending: asyncio.Task[a2a_pb2.Task]) -> None:
         await asyncio.sleep(0.01)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a retried messageId starts another task and "
-                   "runs the handler again")
 async def test_a_retried_message_id_replays_its_task_after_a_restart_too(
         connect: ClientMaker, stores: Any) -> None:
     gate = Gate()
@@ -140,8 +137,6 @@ async def test_a_retried_message_id_replays_its_task_after_a_restart_too(
     assert [t.id for t in listed.tasks] == [paused.id, done.id]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a reply to an already answered request is "
-                   "taken as the answer to the next one instead of refused")
 async def test_a_reply_to_an_answered_request_is_refused_and_keeps_the_task(
         connect: ClientMaker, gate: Gate, host: WorkflowHost) -> None:
     client = await connect()
@@ -162,8 +157,6 @@ async def test_a_reply_to_an_answered_request_is_refused_and_keeps_the_task(
     assert list(state.pending_requests) == [request_id(again)]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: metadata checkflow.fromSnapshot does not "
-                   "branch a task")
 async def test_a_branch_is_explicit_from_a_snapshot_and_a_new_task(
         connect: ClientMaker, gate: Gate, host: WorkflowHost) -> None:
     client = await connect()
@@ -178,8 +171,13 @@ async def test_a_branch_is_explicit_from_a_snapshot_and_a_new_task(
     assert (forked.status.state, texts(forked)) == (COMPLETED, ["dropped"])
     assert (await host.get_conversation("t-branch", principal="alice")).outputs[-1:] == [
         "dropped"]
+    # the branch drops the other line: the first task is shown as of its pause there, and
+    # answering it again is refused (its pause is no longer the head), never a third line
     kept = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
-    assert (kept.status.state, texts(kept)) == (COMPLETED, ["published"])
+    assert (kept.status.state, texts(kept)) == (INPUT_REQUIRED, [])
+    with pytest.raises(UnsupportedOperationError) as refused:
+        await send(client, answer(paused, True))
+    assert (refused.value.data or {}).get("reason") == "TASK_ALREADY_CONTINUED", refused.value
     assert gate.runs["answer"] == 2
     unknown = user_message("hello", context_id="t-branch")
     unknown.metadata.update({"checkflow": {"fromSnapshot": "no-such-snapshot"}})
