@@ -78,19 +78,24 @@ class A2AAdapter:
     host's checkpoint (no task record is kept), so any process sharing the stores serves
     every task.
     ``idle_task_timeout`` is how long a paused task's in-memory SDK state lingers before a
-    follow-up rebuilds it from the store.
+    follow-up rebuilds it from the store. ``shutdown_grace`` is how long a running stream is
+    given on SIGTERM to end with its final status (the server stops its turns before its own
+    ``--shutdown-timeout``, and each stream then ends at once with ``CANCELED``; the server's
+    timeout closes whatever is left).
     """
 
     name = "a2a"
 
     def __init__(self, agent_card: a2a_pb2.AgentCard | str | Path | None = None, *,
                  rpc_path: str = "/a2a", rest_prefix: str = "/a2a/rest",
-                 public_url: str | None = None, idle_task_timeout: float = 30.0) -> None:
+                 public_url: str | None = None, idle_task_timeout: float = 30.0,
+                 shutdown_grace: float = 3600.0) -> None:
         self._card = load_card(agent_card) if agent_card is not None else None
         self.rpc_path = _path(rpc_path, "rpc_path")
         self.rest_prefix = _path(rest_prefix, "rest_prefix")
         self.public_url = public_url.rstrip("/") if public_url else None
         self.idle_task_timeout = idle_task_timeout
+        self.shutdown_grace = shutdown_grace
         self.prefixes = _outermost([self.rpc_path, self.rest_prefix,
                                     AGENT_CARD_WELL_KNOWN_PATH])
         # refused bodies (too large, slow, deep, not JSON) in A2A's own error shape
@@ -131,9 +136,11 @@ class A2AAdapter:
         context = _PrincipalContext()
         routes: list[BaseRoute] = []
         for path in (self.rpc_path, self.rpc_path + "/"):  # a trailing slash, no redirect
-            routes.extend(create_jsonrpc_routes(handler, path, context_builder=context))
+            routes.extend(create_jsonrpc_routes(handler, path, context_builder=context,
+                                                shutdown_grace_period=self.shutdown_grace))
         routes.extend(r for r in create_rest_routes(handler, context_builder=context,
-                                                    path_prefix=self.rest_prefix)
+                                                    path_prefix=self.rest_prefix,
+                                                    shutdown_grace_period=self.shutdown_grace)
                       if isinstance(r, Route))  # not the SDK's catch-all /{tenant} mount
         for route in create_agent_card_routes(placeholder, card_modifier=card_modifier):
             assert isinstance(route, Route)

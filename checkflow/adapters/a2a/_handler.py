@@ -51,8 +51,16 @@ def _not_the_event_stream_notice(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("A VersionedTaskStore was configured without")
 
 
+def _not_the_replacement_notice(record: logging.LogRecord) -> bool:
+    # the task exists as soon as its turn's first snapshot is committed (the store derives
+    # it), before the executor announces it; the SDK keeps its copy, as it should
+    return not str(record.msg).endswith("already exists. Ignoring task replacement.")
+
+
 logging.getLogger("a2a.server.request_handlers.default_request_handler_v2").addFilter(
     _not_the_event_stream_notice)
+logging.getLogger("a2a.server.agent_execution.active_task").addFilter(
+    _not_the_replacement_notice)
 
 
 class A2ARequestHandler(DefaultRequestHandlerV2):
