@@ -47,7 +47,7 @@ from checkflow.adapters.a2a._ids import (
     task_id_for,
 )
 from checkflow.adapters.a2a._parts import input_value, message_from_proto, python_value
-from checkflow.adapters.a2a._store import A2ATaskStore
+from checkflow.adapters.a2a._store import REQUEST_VIEWS, A2ATaskStore
 from checkflow.adapters.a2a._view import TASK_KEY, TaskView, origin_data, task_turns
 from checkflow.errors import (
     ConversationBusyError,
@@ -261,6 +261,9 @@ class RunGate(RequestContextBuilder):
             context_id = uuid.uuid4().hex
         task_id = task_id_for(context_id, message.message_id)
         message.task_id, message.context_id = task_id, context_id  # as the task will have them
+        views = REQUEST_VIEWS.get()
+        if views is not None:
+            views[task_id] = None  # to the SDK it is new: the relay announces it
         answers = None if branch is None else await self._branch_answers(
             context_id, branch, message, context)
         whole = await self._takes_a2a_message()

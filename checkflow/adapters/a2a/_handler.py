@@ -36,7 +36,7 @@ from checkflow.adapters.a2a._executor import HostExecutor
 from checkflow.adapters.a2a._follow import follow_task
 from checkflow.adapters.a2a._gate import ATTEMPTS, BLOCKING, Attach, Replayed, RunGate
 from checkflow.adapters.a2a._ids import TERMINAL, principal_of
-from checkflow.adapters.a2a._store import A2ATaskStore
+from checkflow.adapters.a2a._store import REQUEST_VIEWS, A2ATaskStore
 from checkflow.adapters.a2a._view import TaskView
 from checkflow.hosting import Host
 
@@ -51,16 +51,8 @@ def _not_the_event_stream_notice(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("A VersionedTaskStore was configured without")
 
 
-def _not_the_replacement_notice(record: logging.LogRecord) -> bool:
-    # the task exists as soon as its turn's first snapshot is committed (the store derives
-    # it), before the executor announces it; the SDK keeps its copy, as it should
-    return not str(record.msg).endswith("already exists. Ignoring task replacement.")
-
-
 logging.getLogger("a2a.server.request_handlers.default_request_handler_v2").addFilter(
     _not_the_event_stream_notice)
-logging.getLogger("a2a.server.agent_execution.active_task").addFilter(
-    _not_the_replacement_notice)
 
 
 class A2ARequestHandler(DefaultRequestHandlerV2):
@@ -102,14 +94,17 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         attempts: list[tuple[str, Any]] = []
         token = ATTEMPTS.set(attempts)
         blocking = BLOCKING.set(not params.configuration.return_immediately)
+        views = REQUEST_VIEWS.set({})
         try:
             reply: a2a_pb2.Message | a2a_pb2.Task = await super().on_message_send(params,
                                                                                  context)
             return reply
         except Replayed as replay:
+            REQUEST_VIEWS.set(None)  # the recorded task as it is now
             view = await self._store.require(replay.task_id, context)
             return apply_history_length(view.task, params.configuration)
         except Attach as attach:
+            REQUEST_VIEWS.set(None)
             view = await self._store.require(attach.task_id, context)
             task = view.task
             if not params.configuration.return_immediately:
@@ -118,6 +113,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
                 task = (await self._store.require(attach.task_id, context)).task
             return apply_history_length(task, params.configuration)
         finally:
+            REQUEST_VIEWS.reset(views)
             BLOCKING.reset(blocking)
             ATTEMPTS.reset(token)
             await self._close_unexecuted(attempts)
@@ -128,15 +124,18 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         """The SDK's SendStreamingMessage; a retry streams as recorded (or follows)."""
         attempts: list[tuple[str, Any]] = []
         token = ATTEMPTS.set(attempts)
+        views = REQUEST_VIEWS.set({})
         try:
             stream = super().on_message_send_stream(params, context)
             try:
                 first = await anext(stream)
             except Replayed as replay:
+                REQUEST_VIEWS.set(None)
                 view = await self._store.require(replay.task_id, context)
                 yield apply_history_length(view.task, params.configuration)
                 return
             except Attach as attach:
+                REQUEST_VIEWS.set(None)
                 view = await self._store.require(attach.task_id, context)
                 async for event in self._follow(view, await self._served(view, context),
                                                 context):
@@ -144,6 +143,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
                 return
             finally:
                 ATTEMPTS.reset(token)
+                REQUEST_VIEWS.reset(views)
             yield first
             async for event in stream:
                 yield event

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
+import contextvars
 import hashlib
 import itertools
 import json
@@ -38,9 +39,14 @@ from checkflow.adapters.a2a._view import TaskView, context_tasks, load_task
 from checkflow.errors import ConversationNotFoundError
 from checkflow.hosting import Host
 
-__all__ = ["PRINCIPAL_KEY", "TERMINAL", "A2ATaskStore", "principal_of"]
+__all__ = ["PRINCIPAL_KEY", "REQUEST_VIEWS", "TERMINAL", "A2ATaskStore", "principal_of"]
 
 Accept = Callable[[a2a_pb2.Task], bool]
+
+REQUEST_VIEWS: contextvars.ContextVar[dict[str, TaskView | None] | None] = (
+    contextvars.ContextVar("checkflow_a2a_request_views", default=None))
+"""The tasks one ``SendMessage`` read, as they were when it came (set by the handler; a
+running turn there would refuse the message as busy, so no lease is asked about it)."""
 _versions = itertools.count(1)
 
 
@@ -124,15 +130,28 @@ class A2ATaskStore(VersionedTaskStore):
             copy = a2a_pb2.Task()
             copy.CopyFrom(live)
             return StoredTask(copy, _version())
-        view = await load_task(self._host, task_id, principal_of(context))
-        return None if view is None else StoredTask(view.task, _version())
+        view = await self.view(task_id, context)
+        if view is None:
+            return None
+        copy = a2a_pb2.Task()
+        copy.CopyFrom(view.task)  # the SDK edits what it reads (history length, ...)
+        return StoredTask(copy, _version())
 
     async def view(self, task_id: str, context: ServerCallContext) -> TaskView | None:
-        """The task rendered from the turns, with its turns (never the live copy)."""
-        return await self.load(task_id, principal_of(context))
+        """The task rendered from the turns, with its turns (never the live copy); read
+        once per ``SendMessage`` (``REQUEST_VIEWS``): the SDK's setup, the gate and the
+        relay's start all ask for the task as it was when the request came."""
+        views = REQUEST_VIEWS.get()
+        if views is not None and task_id in views:
+            return views[task_id]
+        view = await load_task(self._host, task_id, principal_of(context),
+                               check_running=views is None)
+        if views is not None:
+            views[task_id] = view
+        return view
 
     async def load(self, task_id: str, principal: str | None) -> TaskView | None:
-        """``view`` for a principal."""
+        """The task rendered from the turns now, for a principal (never cached)."""
         return await load_task(self._host, task_id, principal)
 
     async def require(self, task_id: str, context: ServerCallContext) -> TaskView:

@@ -139,34 +139,38 @@ def context_tasks(context_id: str, lineage: Sequence[TurnRecord]) -> list[TaskVi
             for task_id, turns in task_turns(lineage).items()]
 
 
-async def load_task(host: Host, task_id: str, principal: str | None) -> TaskView | None:
+async def load_task(host: Host, task_id: str, principal: str | None, *,
+                    check_running: bool = True) -> TaskView | None:
     """The task of that id, from the host's records; ``None`` if there is none.
 
     The id names the context and the first message's id, the first turn's idempotency
-    key: ``find_turn`` answers that turn wherever it is recorded (running, committed, failed
-    or cancelled, its owner dead), and a committed one on the lineage is followed by the
-    task's continuations there.
+    key. Most tasks are on the context's lineage, so that is read first (one session read,
+    one checkpoint load, which a ``Host.run`` right after reuses); a task found there
+    paused at the head may have its continuation running, which ``check_running`` asks the
+    lease about. Otherwise ``find_turn`` answers its first turn wherever it is recorded:
+    running, failed, cancelled (its owner dead too), or on a line a branch left.
     """
     parsed = parse_task_id(task_id)
     if parsed is None:
         return None
     context_id, key = parsed
     try:
-        first = await host.find_turn(context_id, idempotency_key=key, principal=principal)
+        lineage = await host.turns(context_id, principal=principal)
     except ConversationNotFoundError:
-        return None
-    if first is None or first.data.get(TASK_KEY) != task_id:
-        return None
-    turns = [first]
-    if first.state == "committed" and first.on_lineage:
+        lineage = []
+    turns = task_turns(lineage).get(task_id)
+    if not turns or turns[0].idempotency_key != key:
         try:
-            lineage = await host.turns(context_id, principal=principal)
+            first = await host.find_turn(context_id, idempotency_key=key,
+                                         principal=principal)
         except ConversationNotFoundError:
-            lineage = []
-        turns = task_turns(lineage).get(task_id) or turns
-        if turns[-1].pending_requests and lineage and lineage[-1] is turns[-1]:
-            # paused at the head: its continuation may be running (here or elsewhere)
-            running = await host.find_turn(context_id, principal=principal)
-            if running is not None and running.data.get(TASK_KEY) == task_id:
-                turns.append(running)
+            return None
+        if first is None or first.data.get(TASK_KEY) != task_id:
+            return None
+        turns = [first]
+    elif check_running and turns[-1].pending_requests and lineage[-1] is turns[-1]:
+        # paused at the head: its continuation may be running (here or elsewhere)
+        running = await host.find_turn(context_id, principal=principal)
+        if running is not None and running.data.get(TASK_KEY) == task_id:
+            turns.append(running)
     return render(task_id, context_id, turns)
