@@ -21,11 +21,20 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
-from _wire import Connection
 
-Conversation = Callable[[Connection, str, list[float]], Awaitable[None]]
+class Http(Protocol):
+    """What a conversation needs of its connection (``_wire.Connection``, or
+    ``_asgi_turns.AsgiConnection`` in process)."""
+
+    async def post_json(self, path: str, body: dict[str, Any],
+                        headers: dict[str, str] | None = None) -> tuple[int, Any]: ...
+
+    async def post_events(self, path: str, body: dict[str, Any]) -> tuple[int, list[Any]]: ...
+
+
+Conversation = Callable[[Http, str, list[float]], Awaitable[None]]
 PROTOCOLS = ("native", "agui", "a2a", "responses")
 """The protocols a checkflow row can speak (``--protocols``)."""
 ADAPTERS = "agui,a2a,foundry"
@@ -57,7 +66,7 @@ class _Timer:
         self.began = now
 
 
-async def bare(http: Connection, cid: str, latencies: list[float]) -> None:
+async def bare(http: Http, cid: str, latencies: list[float]) -> None:
     timer, path = _Timer(latencies), f"/v1/conversations/{cid}/runs"
     for body in ({"message": cid}, {"message": "yes"}):
         status, answer = await http.post_json(path, body)
@@ -65,7 +74,7 @@ async def bare(http: Connection, cid: str, latencies: list[float]) -> None:
         _expect(status == 200, "bare", status, answer)
 
 
-async def native(http: Connection, cid: str, latencies: list[float]) -> None:
+async def native(http: Http, cid: str, latencies: list[float]) -> None:
     timer, path = _Timer(latencies), f"/v1/conversations/{cid}/runs"
     status, paused = await http.post_json(path, {"message": cid})
     timer.lap()
@@ -83,7 +92,7 @@ def _run_input(thread: str, **fields: Any) -> dict[str, Any]:
             "tools": [], "context": [], "forwardedProps": {}, **fields}
 
 
-async def agui(http: Connection, cid: str, latencies: list[float]) -> None:
+async def agui(http: Http, cid: str, latencies: list[float]) -> None:
     timer = _Timer(latencies)
     status, events = await http.post_events("/agui", _run_input(
         cid, messages=[{"id": f"{cid}-m1", "role": "user", "content": cid}]))
@@ -113,7 +122,7 @@ def _send_message(**message: Any) -> dict[str, Any]:
 _A2A_HEADERS = {"A2A-Version": "1.0"}
 
 
-async def a2a(http: Connection, cid: str, latencies: list[float]) -> None:
+async def a2a(http: Http, cid: str, latencies: list[float]) -> None:
     timer = _Timer(latencies)
     status, reply = await http.post_json(
         "/a2a", _send_message(contextId=cid, parts=[{"text": cid}]), _A2A_HEADERS)
@@ -131,7 +140,7 @@ async def a2a(http: Connection, cid: str, latencies: list[float]) -> None:
             and texts == [_published(cid)], "a2a answer", status, reply)
 
 
-async def responses(http: Connection, cid: str, latencies: list[float]) -> None:
+async def responses(http: Http, cid: str, latencies: list[float]) -> None:
     timer = _Timer(latencies)
     status, paused = await http.post_json("/responses", {"input": cid})
     timer.lap()
