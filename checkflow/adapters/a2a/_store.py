@@ -34,12 +34,12 @@ from a2a.types import a2a_pb2
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
-from checkflow.adapters.a2a._ids import PRINCIPAL_KEY, TERMINAL, principal_of
+from checkflow.adapters.a2a._ids import principal_of
 from checkflow.adapters.a2a._view import TaskView, context_tasks, load_task
 from checkflow.errors import ConversationNotFoundError
 from checkflow.hosting import Host
 
-__all__ = ["PRINCIPAL_KEY", "REQUEST_VIEWS", "TERMINAL", "A2ATaskStore", "principal_of"]
+__all__ = ["REQUEST_VIEWS", "A2ATaskStore"]
 
 Accept = Callable[[a2a_pb2.Task], bool]
 
@@ -214,12 +214,3 @@ class A2ATaskStore(VersionedTaskStore):
         return a2a_pb2.ListTasksResponse(
             tasks=[tasks[t] for t in page], total_size=total, page_size=size,
             next_page_token=_cursor(positions[page[-1]], query) if more else "")
-
-    async def newest(self, context_id: str, principal: str | None) -> TaskView | None:
-        """The context's newest task on its lineage (what the waiting-task rule reads)."""
-        views = await self.context_views(context_id, principal)
-        return views[-1] if views else None
-
-    @staticmethod
-    def is_terminal(view: TaskView) -> bool:
-        return view.state in TERMINAL

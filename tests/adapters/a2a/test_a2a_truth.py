@@ -183,3 +183,62 @@ async def test_a_branch_is_explicit_from_a_snapshot_and_a_new_task(
     unknown.metadata.update({"checkflow": {"fromSnapshot": "no-such-snapshot"}})
     with pytest.raises(InvalidParamsError, match="no-such-snapshot"):
         await send(client, unknown)
+
+
+@pytest.mark.parametrize(("meta", "task", "match"), [
+    ({"fromSnapshot": 3}, False, "must name a snapshot id"),
+    ({"fromSnapshot": ""}, False, "must name a snapshot id"),
+    ({"fromSnapshot": "s1"}, True, "starts a new task"),
+], ids=["not-a-string", "empty", "with-task-id"])
+async def test_a_malformed_branch_is_invalid_params_and_runs_nothing(
+        connect: ClientMaker, gate: Gate, meta: dict[str, Any], task: bool,
+        match: str) -> None:
+    client = await connect()
+    paused = await send_task(client, user_message("ask", context_id="t-bad-branch"))
+    message = user_message("hello", context_id="t-bad-branch",
+                           task_id=paused.id if task else None)
+    message.metadata.update({"checkflow": meta})
+    with pytest.raises(InvalidParamsError, match=match):
+        await send(client, message)
+    assert (gate.runs["hello"], gate.runs["answer"]) == (0, 0)
+
+
+async def test_a_message_id_that_cannot_be_a_key_is_invalid_params(
+        connect: ClientMaker, gate: Gate) -> None:
+    message = user_message("hello")
+    message.message_id = "m" * 300
+    with pytest.raises(InvalidParamsError, match="messageId"):
+        await send(await connect(), message)
+    assert gate.runs["hello"] == 0
+
+
+async def test_a_retry_of_a_running_turn_follows_it_and_runs_nothing(
+        connect: ClientMaker, gate: Gate) -> None:
+    client = await connect()
+    first = user_message("hold", context_id="t-attach")
+    task = await send_task(client, first, return_immediately=True)
+    try:
+        await asyncio.wait_for(gate.entered.wait(), 10)
+        again = await send_task(client, first, return_immediately=True)
+        assert (again.id, again.status.state in LIVE) == (task.id, True)
+        waiting = asyncio.create_task(send_task(await connect(), first))  # blocking: to the end
+    finally:
+        gate.release.set()
+    done = await asyncio.wait_for(waiting, 10)
+    assert (done.id, done.status.state, texts(done)) == (task.id, COMPLETED, ["released"])
+    replayed = await send_task(client, first)
+    assert (replayed.id, texts(replayed)) == (task.id, ["released"])
+    assert gate.runs["hold"] == 1
+
+
+async def test_stopping_the_hosts_turns_ends_a_blocking_send_canceled(
+        connect: ClientMaker, gate: Gate, host: WorkflowHost) -> None:
+    client = await connect()
+    sending = asyncio.create_task(send_task(client, user_message("hold", context_id="t-stop")))
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    await host.stop_turns()  # what serve does on SIGTERM
+    stopped = await asyncio.wait_for(sending, 10)
+    assert stopped.status.state == CANCELED and texts(stopped) == []
+    assert (await client.get_task(a2a_pb2.GetTaskRequest(id=stopped.id))).status.state == (
+        CANCELED)
+    gate.release.set()
