@@ -68,6 +68,7 @@ def error_code(exc: BaseException, refused: Iterable[tuple[type[BaseException], 
 
 
 def describe(exc: BaseException | str | None) -> str:
+    """A ``RUN_ERROR`` message: the error's type and text (a record's error is text already)."""
     if exc is None:
         return "the run failed"
     if isinstance(exc, str):
