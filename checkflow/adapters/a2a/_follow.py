@@ -4,7 +4,8 @@ The follower sends the task as it is, then follows its turns through ``Host.foll
 running turn's live events in the process that runs it, its committed snapshots elsewhere
 (superstep granularity: a non-owner never sees token deltas or per-executor events, only
 each snapshot's outputs). Between turns (an ``INPUT_REQUIRED`` task waiting for its answer)
-it polls the task's turns and picks up the continuation when it starts. It ends at the
+it polls the lease (is a turn running?) and, every few polls, the task's turns, and picks up
+the continuation when it starts. It ends at the
 task's next interrupted or terminal state, with that status update; a turn whose owner died
 is settled by ``find_turn`` (``FAILED``, or ``INPUT_REQUIRED`` when the head is the pause),
 so a follower never waits on a dead process. This module never writes anything.
@@ -28,6 +29,10 @@ from checkflow.workflows import OutputEvent
 
 __all__ = ["follow_task"]
 
+_RELOAD_EVERY = 4
+"""Idle polls (asking only whether a turn runs) per read of the task's turns: a turn that
+started and ended between two polls is still seen, within this many polls."""
+
 
 def _status_of(view: TaskView) -> a2a_pb2.TaskStatusUpdateEvent:
     task = view.task
@@ -48,6 +53,7 @@ async def follow_task(host: Host, store: A2ATaskStore, view: TaskView, first: a2
     shown = (view.last.turn_id, view.state)
     waiting = view.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED
     end = time.monotonic() + max_seconds
+    idle = 0
     while time.monotonic() < end:
         running = view.last.state == "running"
         index = len(view.turns) - 1 if running else len(view.turns)
@@ -56,6 +62,7 @@ async def follow_task(host: Host, store: A2ATaskStore, view: TaskView, first: a2
         async for event in host.follow(context_id, principal=principal,
                                        turn_id=view.last.turn_id if running else None):
             if not saw and waiting:  # the continuation started
+                waiting = False
                 yield events.status(a2a_pb2.TASK_STATE_WORKING)
             saw = True
             if isinstance(event, OutputEvent):
@@ -63,6 +70,10 @@ async def follow_task(host: Host, store: A2ATaskStore, view: TaskView, first: a2
                     sent.add((index, outputs))
                     yield events.output(event.data, outputs)
                 outputs += 1
+        idle = 0 if saw else idle + 1
+        if idle % _RELOAD_EVERY:  # nothing ran: the lease says so; read the turns now and then
+            await asyncio.sleep(poll_seconds)
+            continue
         fresh = await store.load(task_id, principal)
         if fresh is None:
             return
