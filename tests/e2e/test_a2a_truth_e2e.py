@@ -465,3 +465,33 @@ async def test_sigterm_ends_a_running_stream_with_a_final_status(
     assert "released" not in (await conversation(restarted.url, "ctx-term",
                                                   may_be_empty=True))["outputs"]
 
+
+
+# -- a client that goes away does not stop its task -------------------------------------------
+
+async def test_a_task_runs_to_its_end_after_its_stream_client_went_away(
+        start_server: Any, gates: Any) -> None:
+    server = start_server(TARGET, None, *A2A)
+    http = httpx.AsyncClient(timeout=DEADLINE)
+    client = await ClientFactory(ClientConfig(
+        httpx_client=http, streaming=True,
+        supported_protocol_bindings=[TransportProtocol.JSONRPC.value])).create_from_url(
+        server.url)
+    stream = Stream(client.send_message(message("hold:d1", context_id="ctx-gone")))
+    assert await stream.started()
+    task_id = stream.events[0].task.id
+    await asyncio.to_thread(gates.wait_entered, "d1")
+    stream.cancel()
+    await http.aclose()  # the connection is gone
+    gates.release("d1")
+    async with httpx.AsyncClient(timeout=DEADLINE) as other:
+        reader = await ClientFactory(ClientConfig(
+            httpx_client=other,
+            supported_protocol_bindings=[TransportProtocol.JSONRPC.value])).create_from_url(
+            server.url)
+        end = time.monotonic() + DEADLINE
+        while (got := await reader.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+               ).status.state in LIVE:
+            assert time.monotonic() < end, got
+            await asyncio.sleep(0.05)
+    assert (got.status.state, texts(got)) == (COMPLETED, ["released"])
