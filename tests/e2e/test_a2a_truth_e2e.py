@@ -47,6 +47,20 @@ DEADLINE = 60.0
 Connect = Callable[..., Awaitable[Client]]
 
 
+@pytest.fixture(params=["file", "cosmos"])
+def shared_storage(request: pytest.FixtureRequest, tmp_path: Path,
+                   monkeypatch: pytest.MonkeyPatch) -> str:
+    """The ``--storage`` two servers share: ``file:`` in a folder, or ``cosmos:`` on the local
+    emulator (a fresh database; the servers read the CHECKFLOW_COSMOS_* variables)."""
+    if request.param == "file":
+        return f"file:{tmp_path / 'shared'}"
+    emulator = request.getfixturevalue("cosmos_emulator")
+    monkeypatch.setenv("CHECKFLOW_COSMOS_ENDPOINT", emulator.endpoint)
+    monkeypatch.setenv("CHECKFLOW_COSMOS_KEY", emulator.key)
+    monkeypatch.setenv("CHECKFLOW_COSMOS_DATABASE", f"db-{uuid.uuid4().hex}")
+    return "cosmos:"
+
+
 @pytest.fixture
 async def connect() -> AsyncIterator[Connect]:
     """``await connect(url, streaming=False)`` -> an official a2a-sdk client (JSON-RPC)."""
@@ -334,8 +348,8 @@ async def test_a_late_reply_is_refused_and_a_branch_is_explicit(
 # -- a SIGKILLed owner: its task is settled ---------------------------------------------------
 
 async def test_a_task_whose_server_was_killed_is_failed_and_its_streams_end(
-        start_server: Any, connect: Connect, gates: Any, tmp_path: Path) -> None:
-    storage = f"file:{tmp_path / 'shared'}"
+        start_server: Any, connect: Connect, gates: Any, shared_storage: str) -> None:
+    storage = shared_storage
     owner = start_server(TARGET, storage, *A2A)
     follower_server = start_server(TARGET, storage, *A2A)
     task = await one_task(await connect(owner.url), message(
@@ -385,8 +399,8 @@ async def test_a_continuation_whose_server_was_killed_is_input_required_again(
 # -- a second server follows and cancels ------------------------------------------------------
 
 async def test_a_second_server_follows_a_running_task_to_its_end(
-        start_server: Any, connect: Connect, gates: Any, tmp_path: Path) -> None:
-    storage = f"file:{tmp_path / 'shared'}"
+        start_server: Any, connect: Connect, gates: Any, shared_storage: str) -> None:
+    storage = shared_storage
     owner = start_server(TARGET, storage, *A2A)
     other = start_server(TARGET, storage, *A2A)
     task = await one_task(await connect(owner.url), message(
@@ -407,8 +421,8 @@ async def test_a_second_server_follows_a_running_task_to_its_end(
 
 
 async def test_a_second_server_cancels_a_running_task_within_about_a_second(
-        start_server: Any, connect: Connect, gates: Any, tmp_path: Path) -> None:
-    storage = f"file:{tmp_path / 'shared'}"
+        start_server: Any, connect: Connect, gates: Any, shared_storage: str) -> None:
+    storage = shared_storage
     owner = start_server(TARGET, storage, *A2A)
     other = start_server(TARGET, storage, *A2A)
     task = await one_task(await connect(owner.url), message(
