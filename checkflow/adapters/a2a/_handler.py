@@ -185,8 +185,8 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
             if fresh.last.state != "running" and params.id not in self._executor.running:
                 return fresh.task
             if time.monotonic() > end:
-                return fresh.task
-            await asyncio.sleep(0.02)
+                return fresh.task  # still stopping: the task as it is now
+            await asyncio.sleep(0.02 if params.id in self._executor.running else 0.1)
 
     async def _cancel_paused(self, view: TaskView, principal: str | None) -> None:
         """Drop a paused task's turns from its conversation (so its requests go too): the
