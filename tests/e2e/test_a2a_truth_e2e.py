@@ -1,7 +1,8 @@
 """Issue 27 over A2A, end to end: ``python -m checkflow serve --adapters a2a`` on loopback,
 driven by the official a2a-sdk client (JSON-RPC), with restarts, a second server on the same
-``file:`` (or ``cosmos:``, the local emulator) storage, SIGKILL and SIGTERM. Every race is held on a marker-file gate of
-``a2a_truth_flows``; every wait is a poll with a generous deadline.
+``file:`` (or ``cosmos:``, the local emulator) storage, SIGKILL and SIGTERM. Every race is
+held on a marker-file gate of ``a2a_truth_flows``; every wait is a poll with a generous
+deadline.
 
 One test per A2A point of the issue: a cancel clears the task's request, a subscribe follows
 an input-required task through its continuation, a start taking ``A2AMessage`` has its task
