@@ -46,8 +46,9 @@ def _stamp(at: str | None = None) -> Any:
 
 def _rejection(error: BaseException | str | None) -> str | None:
     """The reason of a ``TaskRejected`` (raised, or as a turn record's error text)."""
-    if isinstance(error, str):
-        return error.removeprefix(_REJECTED) if error.startswith(_REJECTED) else None
+    if isinstance(error, str):  # "...: executor 'x' failed: TaskRejected: <reason>"
+        _, found, reason = error.rpartition(_REJECTED)
+        return reason if found else None
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, TaskRejected):

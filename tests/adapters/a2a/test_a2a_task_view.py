@@ -140,3 +140,20 @@ async def test_filters_by_status_and_time(connect: ClientMaker) -> None:
     after.status_timestamp_after.CopyFrom(paused.status.timestamp)
     assert [t.id for t in (await client.list_tasks(after)).tasks] == [paused.id]
     assert done.id not in [t.id for t in (await client.list_tasks(after)).tasks]
+
+
+@pytest.mark.parametrize(("word", "state", "text"), [
+    ("boom", a2a_pb2.TASK_STATE_FAILED, "exploded"),
+    ("reject", a2a_pb2.TASK_STATE_REJECTED, "I do not do that"),
+], ids=["failed", "rejected"])
+async def test_a_failed_or_rejected_task_reads_back_as_it_was_answered(
+        connect: ClientMaker, word: str, state: int, text: str) -> None:
+    client = await connect()
+    answered = await send_task(client, user_message(word, context_id=f"v-{word}"))
+    got = await client.get_task(a2a_pb2.GetTaskRequest(id=answered.id))
+    assert answered.status.state == got.status.state == state
+    assert text in got.status.message.parts[0].text
+    assert got.status.timestamp == answered.status.timestamp
+    # the context goes on from its last good head
+    after = await send_task(client, user_message("hello", context_id=f"v-{word}"))
+    assert after.status.state == COMPLETED
