@@ -157,3 +157,19 @@ async def test_a_failed_or_rejected_task_reads_back_as_it_was_answered(
     # the context goes on from its last good head
     after = await send_task(client, user_message("hello", context_id=f"v-{word}"))
     assert after.status.state == COMPLETED
+
+
+@pytest.mark.parametrize("word", ["hello", "data", "file", "chunks", "message", "ask"])
+async def test_what_send_answers_is_what_get_task_reads(connect: ClientMaker,
+                                                        word: str) -> None:
+    client = await connect()
+    answered = await send_task(client, user_message(word))
+    got = await client.get_task(a2a_pb2.GetTaskRequest(id=answered.id))
+    assert (got.status.state, got.status.timestamp) == (answered.status.state,
+                                                       answered.status.timestamp)
+    assert list(got.artifacts) == list(answered.artifacts)
+    assert python_value(got.metadata) == python_value(answered.metadata)
+    assert [p.text for p in got.status.message.parts] == [
+        p.text for p in answered.status.message.parts]
+    assert [m.message_id for m in got.history if m.role == a2a_pb2.ROLE_USER] == [
+        m.message_id for m in answered.history if m.role == a2a_pb2.ROLE_USER]
