@@ -4,6 +4,7 @@ checkpoint; task ids that name their context and first message."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -173,3 +174,39 @@ async def test_what_send_answers_is_what_get_task_reads(connect: ClientMaker,
         p.text for p in answered.status.message.parts]
     assert [m.message_id for m in got.history if m.role == a2a_pb2.ROLE_USER] == [
         m.message_id for m in answered.history if m.role == a2a_pb2.ROLE_USER]
+
+
+async def test_a_native_cancel_of_a_running_task_is_its_cancel(
+        connect: ClientMaker, app: Any, gate: Any) -> None:
+    client = await connect()
+    task = await send_task(client, user_message("hold", context_id="v-ncancel"),
+                           return_immediately=True)
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    async with native(app) as http:
+        cancelled = await http.post("/v1/conversations/v-ncancel/cancel")
+    gate.release.set()
+    assert cancelled.status_code in (200, 202), cancelled.text
+    for _ in range(500):  # bounded: the turn ends at its next safe point
+        got = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+        if got.status.state not in (a2a_pb2.TASK_STATE_SUBMITTED, a2a_pb2.TASK_STATE_WORKING):
+            break
+        await asyncio.sleep(0.01)
+    assert got.status.state == a2a_pb2.TASK_STATE_CANCELED and list(got.artifacts) == []
+
+
+async def test_a_native_branch_leaves_the_other_line_s_task_readable_but_unlisted(
+        connect: ClientMaker, app: Any, host: WorkflowHost) -> None:
+    client = await connect()
+    first = await send_task(client, user_message("hello", context_id="v-nbranch"))
+    second = await send_task(client, user_message("data", context_id="v-nbranch"))
+    (turn, _) = await host.turns("v-nbranch", principal="alice")
+    async with native(app) as http:
+        branched = await http.post("/v1/conversations/v-nbranch/runs", json={
+            "message": "again", "from_snapshot": turn.last_snapshot_id})
+    assert branched.status_code == 200, branched.text
+    listed = await client.list_tasks(a2a_pb2.ListTasksRequest(context_id="v-nbranch"))
+    assert [t.id for t in listed.tasks] == [first.id]  # the lineage's A2A tasks
+    other = await client.get_task(a2a_pb2.GetTaskRequest(id=second.id))
+    assert other.status.state == COMPLETED  # off the line, as it was
+    assert python_value(other.artifacts[0].parts[0].data) == python_value(
+        second.artifacts[0].parts[0].data)
