@@ -193,3 +193,14 @@ async def test_an_agent_host_is_served_too_its_reply_a_text_artifact(
     assert [first.status.state, second.status.state] == [COMPLETED, COMPLETED]
     assert [p.text for a in [*first.artifacts, *second.artifacts] for p in a.parts] == [
         "hello", "again"]
+
+
+async def test_a_direct_reply_is_recorded_as_a_completed_task(connect: ClientMaker) -> None:
+    client = await connect(target=create_app(WorkflowHost(build_whole_message()),
+                                             adapters=[A2AAdapter()]))
+    (response,) = await send(client, user_message("reply", context_id="ctx-direct"))
+    assert response.HasField("message")
+    (task,) = (await client.list_tasks(a2a_pb2.ListTasksRequest(
+        context_id="ctx-direct", include_artifacts=True))).tasks
+    assert task.status.state == COMPLETED
+    assert [p.text for a in task.artifacts for p in a.parts] == ["a direct reply"]
