@@ -149,8 +149,11 @@ class Host(Protocol):
         """Forget the conversation; a later run starts afresh."""
         ...
 
-    async def cancel(self, conversation_id: str, *, principal: str | None = None) -> bool:
-        """Stop the conversation's active run at its next safe point; ``False`` if none."""
+    async def cancel(self, conversation_id: str, *, principal: str | None = None,
+                     turn_id: str | None = None) -> bool:
+        """Stop the conversation's active run at its next safe point; ``False`` if none.
+        With ``turn_id``, that turn only: running, or (with checkpoints) committed and
+        paused, which takes the conversation's head back before it."""
         ...
 
     def subscribe(

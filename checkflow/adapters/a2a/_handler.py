@@ -22,7 +22,7 @@ import asyncio
 import logging
 import time
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -191,6 +191,5 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
     async def _cancel_paused(self, view: TaskView, principal: str | None) -> None:
         """Drop a paused task's turns from its conversation (so its requests go too): the
         head goes back to before the task's first turn, the turns are recorded cancelled."""
-        # Host.cancel(turn_id=...) (the Host protocol does not name the keyword yet)
-        cancel: Callable[..., Awaitable[bool]] = self._host.cancel
-        await cancel(view.task.context_id, principal=principal, turn_id=view.turns[0].turn_id)
+        await self._host.cancel(view.task.context_id, principal=principal,
+                                turn_id=view.turns[0].turn_id)
