@@ -7,8 +7,9 @@ ASGI against ``create_app`` with the three adapters). Each turn must load the ch
 once (the answer; the opening turn of a new conversation has none to load), read the session
 store at most once besides its lease's read, and write nothing after its first snapshot
 commit but its own session (the release): whatever a protocol needs later is derived from
-the checkpoint or committed with it (docs/adr/0002). The native API's turns are the control:
-they meet the bar today, so the counting and the checks are shown to pass as well as fail.
+the checkpoint or committed with it (docs/adr/0002). The native API's turns are the control,
+and made-up call logs show the checks refusing what they must refuse. A failure names every
+count and lists the calls in order.
 """
 
 from __future__ import annotations
@@ -174,27 +175,7 @@ CONVERSATIONS: dict[str, tuple[Opening, Answering]] = {
     "a2a": (a2a_open, a2a_answer), "responses": (responses_open, responses_answer)}
 
 
-def _today(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(raises=TurnTripsError, strict=True, reason=f"issue 27: {reason}")
-
-
-OPENING_TODAY = {
-    "a2a": _today("an opening A2A turn reads task records and indexes 11 times besides the "
-                  "lease's and writes the task record and the indexes 7 times after the "
-                  "commit"),
-}
-ANSWERING_TODAY = {
-    "a2a": _today("an answering A2A turn reads the task record 3 times besides the lease's "
-                  "and writes it 4 times after the commit"),
-}
-
-
-def _cases(today: dict[str, pytest.MarkDecorator]) -> list[Any]:
-    return [pytest.param(p, id=p, marks=[today[p]] if p in today else [])
-            for p in CONVERSATIONS]
-
-
-@pytest.mark.parametrize("protocol", _cases(OPENING_TODAY))
+@pytest.mark.parametrize("protocol", list(CONVERSATIONS))
 async def test_an_opening_turn_reads_once_besides_its_lease_and_writes_only_its_session(
         served: Served, protocol: str) -> None:
     opening, _ = CONVERSATIONS[protocol]
@@ -203,7 +184,7 @@ async def test_an_opening_turn_reads_once_besides_its_lease_and_writes_only_its_
     Trips.of(served.log, paused.conversation_id).check(loads=0, what=f"{protocol} opening")
 
 
-@pytest.mark.parametrize("protocol", _cases(ANSWERING_TODAY))
+@pytest.mark.parametrize("protocol", list(CONVERSATIONS))
 async def test_an_answering_turn_loads_once_reads_once_besides_its_lease_writes_its_session(
         served: Served, protocol: str) -> None:
     opening, answering = CONVERSATIONS[protocol]
