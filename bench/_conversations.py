@@ -2,8 +2,9 @@
 
 A conversation is a message that pauses for approval (``agui_flows:approval`` asks a bool),
 then the answer: two requests, each timed into ``latencies``. Every answer is checked (the
-pause, then ``published: Five things about <topic>.``), so a server that answers wrongly stops
-the bench instead of being measured. Used by ``bench/hosting.py`` only.
+pause, then ``published: Five things about <topic>.``): a wrong one raises
+``ConversationError``, which ``bench/hosting.py`` counts and shows instead of measuring it.
+Used by ``bench/hosting.py`` and ``bench/_asgi_turns.py``.
 
 - ``native``: ``POST /v1/conversations/{id}/runs`` with the message, then the responses.
 - ``agui``: the AG-UI ``RunAgentInput`` to ``POST /agui``, its SSE read to ``RUN_FINISHED``;

@@ -26,7 +26,9 @@ httptools up by itself when importable (the bare server; ``serve``'s connection-
 protocol is h11's), on uvloop. ``--cosmos`` adds ``cosmos:``
 rows against the local emulator (``tests/cosmos_emulator.py``; pinned to the load generator's
 core; loopback figures, not a real account).
-Bounded: every cell stops after ``--seconds`` or ``--max-conversations``. Asserts nothing;
+A conversation answered wrongly is not counted; each cell's failures are printed at the end
+(``FAILED``, with the first answer). Bounded: every cell stops after ``--seconds`` or
+``--max-conversations``. Asserts nothing;
 after the table it prints the issues' targets beside what this run measured: the hosting
 targets, and each protocol's CPU per conversation beside the native one with the ratio
 (target: within 1.25x).
@@ -51,7 +53,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _conversations import ADAPTERS, CONVERSATIONS, PROTOCOLS, Conversation
+from _conversations import (
+    ADAPTERS,
+    CONVERSATIONS,
+    PROTOCOLS,
+    Conversation,
+    ConversationError,
+)
 from _wire import Connection
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,6 +76,7 @@ class Cell:
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    failed: list[str] = field(default_factory=list)  # conversations answered wrongly
 
     @property
     def rate(self) -> float:
@@ -164,7 +173,11 @@ async def _drive(pid: int, port: int, clients: int, seconds: float, most: int, t
             for n in range(most):
                 if time.perf_counter() >= deadline:
                     return
-                await conversation(http, f"{tag}-{index}-{n}", cell.latencies)
+                try:
+                    await conversation(http, f"{tag}-{index}-{n}", cell.latencies)
+                except ConversationError as exc:  # counted and shown, not measured
+                    cell.failed.append(str(exc))
+                    continue
                 cell.conversations += 1
 
         cpu, began = _cpu_seconds(pid), time.perf_counter()
@@ -255,6 +268,7 @@ def main() -> None:
     _print_table(results, tree_names, [s.label for s in servers], args.clients)
     _print_targets(results, tree_names)
     _print_protocols(results, tree_names, args.protocols, args.clients)
+    _print_failures(results)
 
 
 @dataclass(frozen=True)
@@ -362,6 +376,16 @@ def _print_protocols(results: dict[tuple[str, str, int], list[Cell]], trees: lis
                     met = "met" if ratio <= PROTOCOL_TARGET else "NOT met"
                     cells.append(f"{cpu:6.2f} {ratio:5.2f}x {met:>7}")
                 print(f"{tree:7} {storage:8} {c:7} {native:7.2f} | " + " | ".join(cells))
+
+
+def _print_failures(results: dict[tuple[str, str, int], list[Cell]]) -> None:
+    """Every cell whose server answered a conversation wrongly: how often, and the first
+    answer (a wrong answer is a finding, so the run goes on and says so)."""
+    for (tree, server, clients), cells in results.items():
+        failed = [f for cell in cells for f in cell.failed]
+        if failed:
+            print(f"\nFAILED {tree} {server} at {clients} clients: {len(failed)} "
+                  f"conversation(s); the first: {failed[0]}")
 
 
 if __name__ == "__main__":
