@@ -176,7 +176,7 @@ class AgentHost(HostBase):
                 claim = AgentClaim(key, lease, mark["id"], idempotency_key, mark, session)
                 engine = AgentEngine(agent.run(turn_input, session=session, stream=True),
                                      str(getattr(agent, "name", "agent")))
-                turn = Turn(self, key, claim, engine)
+                turn = Turn(self, key, claim, engine, accepted=True)  # any message
                 return _updates(turn) if legacy else turn
             response: AgentResponse = await agent.run(turn_input, session=session)
         except BaseException:

@@ -2,8 +2,8 @@
 
 ``Turn`` drives a workflow's ``WorkflowRunStream``; this gives an ``AgentHost`` turn the same
 shape (iterate, ``drain``, ``get_result``, ``aclose``), so both hosts' turns are one class
-with one lease, one shield and one session write. An agent takes any message, so its input
-is accepted as the turn starts (``accepted_at_start``). It emits one ``AgentRunUpdateEvent``
+with one lease, one shield and one session write. An agent takes any message, so its turn
+has no acceptance to wait for. It emits one ``AgentRunUpdateEvent``
 per update, then the reply as an ``OutputEvent`` and an ``IDLE`` status. This module must
 never touch a store; the host's ``_finish`` stores the agent session.
 """
@@ -24,8 +24,6 @@ __all__ = ["AgentEngine"]
 class AgentEngine:
     """The agent's update stream, stepped in tasks of their own so that ``aclose()`` from
     another task stops it without touching a generator that is running."""
-
-    accepted_at_start = True
 
     def __init__(self, updates: AsyncIterator[AgentResponseUpdate], author: str) -> None:
         self._updates = updates

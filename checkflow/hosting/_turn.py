@@ -97,6 +97,8 @@ class Turn(HostedRun):
         key: ConversationKey,
         prepared: TurnClaim,
         inner: TurnEngine,
+        *,
+        accepted: bool = False,
     ) -> None:
         self._host = host
         self._key = key
@@ -104,6 +106,7 @@ class Turn(HostedRun):
         self._inner = inner
         self._ahead: collections.deque[WorkflowEvent] = collections.deque()
         self._ended_early = False  # the run ended while accept() read ahead
+        self._accepted = accepted  # an engine that takes any input (an agent): nothing to await
         self._result: HostedRunResult | None = None
         self._error: BaseException | None = None
         self._done = asyncio.Event()
@@ -124,8 +127,8 @@ class Turn(HostedRun):
         """Read ahead until the engine accepted the input (or the run ended); raise its
         refusal as itself, the conversation released and nothing committed."""
         inner = self._inner
-        if getattr(inner, "accepted_at_start", False):
-            return  # an agent takes any message
+        if self._accepted:
+            return
         try:
             while True:
                 try:

@@ -252,11 +252,8 @@ def turns_from(checkpoint: Checkpoint, head: str, turn_id: str
                 ) -> list[tuple[dict[str, Any], CheckpointSnapshot]]:
     """Each turn on ``head``'s lineage from ``turn_id`` on: its first snapshot's mark (with
     its data) and that snapshot; empty when ``turn_id`` is not on the lineage."""
-    chain = [checkpoint.get_snapshot(head)]
-    while chain[-1].parent_snapshot_id is not None:
-        chain.append(checkpoint.get_snapshot(chain[-1].parent_snapshot_id))
     firsts: list[tuple[dict[str, Any], CheckpointSnapshot]] = []
-    for snapshot in reversed(chain):  # root first
+    for snapshot in _lineage(checkpoint, head):
         mark = _mark_of(snapshot)
         if mark is None or (firsts and firsts[-1][0]["id"] == mark["id"]):
             continue

@@ -547,3 +547,38 @@ def test_on_sigterm_a_running_stream_ends_with_a_terminal_event(
     body = _retrieve(_client(restarted), response_id)
     assert body["status"] == events[-1]["response"]["status"] != "in_progress"
     assert _native(restarted, "term")["outputs"] == ["A"]  # the last good head
+
+
+# -- the checkpoint is the truth: native actions -----------------------------------------------
+
+
+def test_a_native_delete_of_the_conversation_leaves_no_response_behind(
+    start_server: Start,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    body = _create(client, input="x", conversation="gone")
+    assert httpx.delete(f"{server.url}/v1/conversations/gone", timeout=60).status_code == 204
+    assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
+        "response_not_found"
+    fresh = _create(client, input="y", conversation="gone")  # the conversation starts afresh
+    assert _text(fresh) == "Y" and _native(server, "gone")["outputs"] == ["Y"]
+
+
+def test_a_native_cancel_of_a_background_response_is_its_cancel(
+    start_server: Start, gates: Gates,
+) -> None:
+    server = _serve(start_server)
+    client = _client(server)
+    _create(client, input="a", conversation="stopped")
+    started = _create(client, input="hold:n", conversation="stopped", background=True)
+    gates.wait_entered("n")
+    cancel = httpx.post(f"{server.url}/v1/conversations/stopped/cancel", timeout=60)
+    assert cancel.json()["cancelled"] is True
+    deadline = time.monotonic() + 60
+    while (body := _retrieve(client, started["id"]))["status"] == "in_progress":
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)  # polling a state change, not waiting for an overlap
+    assert body["status"] == "cancelled"
+    assert _native(server, "stopped")["outputs"] == ["A"]
+    gates.release("n")
