@@ -6,7 +6,8 @@ so a second run on the same checkpoint continues both conversations. The agents 
 runs with ``OpenAIChatAgent``s (``OPENAI_MODEL``, default ``gpt-4o-mini``; ``OPENAI_BASE_URL``
 for a compatible endpoint).
 
-Run it: ``python samples/agent_chain.py``.
+Run it: ``python samples/agent_chain.py``. It writes nothing (the checkpoint is in memory), so
+every run starts afresh.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Run it as a server with ``make serve`` (or ``python -m checkflow serve samples.approval:workflow``)
 and try it with curl: the first run pauses with a pending request; answering it with
 ``{"responses": {"<request_id>": true}}`` publishes. The conversation survives a restart of
-the server because its checkpoint lives in the file storage.
+the server because its checkpoint lives in the file storage (``./.checkflow``): a server
+started again in the same folder continues every conversation there, and a new message to a
+finished one starts its next draft. A new conversation id starts afresh.
 """
 
 from __future__ import annotations

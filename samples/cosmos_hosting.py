@@ -7,8 +7,9 @@ host that answers a paused conversation need not be the one that started it. The
 Run it against an account or the local emulator, with the variables ``serve --storage cosmos:``
 reads (``CHECKFLOW_COSMOS_ENDPOINT``, ``CHECKFLOW_COSMOS_KEY``, optionally
 ``CHECKFLOW_COSMOS_DATABASE`` and ``CHECKFLOW_COSMOS_VERIFY_TLS=0`` for the emulator's
-self-signed certificate): ``python samples/cosmos_hosting.py``. The test suite starts the
-emulator (``tests/cosmos_emulator.py``) and runs it.
+self-signed certificate): ``python samples/cosmos_hosting.py``. Each run starts a new
+conversation (``article-`` and a random suffix) in the same containers. The test suite starts
+the emulator (``tests/cosmos_emulator.py``) and runs it.
 """
 
 from __future__ import annotations

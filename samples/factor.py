@@ -4,7 +4,8 @@ Shows: a workflow object that keeps nothing between runs; a run that pauses for 
 resumed from storage as another process would; restarting from the entry snapshot into a
 new branch; and 100 one-shot runs of the same workflow at once.
 
-Run it: ``python samples/factor.py`` (it writes ``./checkpoints``).
+Run it: ``python samples/factor.py`` (it writes ``./checkpoints``). Each run starts a new
+checkpoint (its id generated), so it can be run again and again in one folder.
 """
 
 from __future__ import annotations
@@ -52,14 +53,13 @@ def build():
 async def main(root: str = "./checkpoints") -> None:
     workflow = build()
     storage = FileCheckpointStorage(root)
-    checkpoint = workflow.create_checkpoint(checkpoint_id="factor-run-123",
-                                            checkpoint_storage=storage)
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)  # a new id each run
     result = await workflow.run(10, checkpoint=checkpoint)
     assert result.status is RunStatus.AWAITING_RESPONSES
     (request_id,) = result.pending_requests
     print(f"paused after {len(checkpoint.snapshots)} snapshots, asking {request_id}")
 
-    checkpoint = await storage.load("factor-run-123")  # e.g. in another process
+    checkpoint = await storage.load(checkpoint.checkpoint_id)  # e.g. in another process
     result = await workflow.run(responses={request_id: True}, checkpoint=checkpoint)
     print("outputs:", result.get_outputs())
 

@@ -4,7 +4,8 @@ Shows: each ``@step`` result is recorded in the checkpoint, one step per superst
 resumed run replays recorded results instead of running steps again; ``ctx.request_info``
 pauses the function for a human like any workflow.
 
-Run it: ``python samples/functional.py`` (it writes ``./checkpoints``).
+Run it: ``python samples/functional.py`` (it writes ``./checkpoints``). Each run starts a new
+checkpoint (its id generated), so it can be run again and again in one folder.
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ async def packing(city: str, ctx: FunctionalContext) -> str:
 
 async def main(root: str = "./checkpoints") -> str:
     storage = FileCheckpointStorage(root)
-    checkpoint = packing.create_checkpoint(checkpoint_id="trip", checkpoint_storage=storage)
+    checkpoint = packing.create_checkpoint(checkpoint_storage=storage)  # a new id each run
     paused = await packing.run("Lisbon", checkpoint=checkpoint)
     (request_id,) = paused.pending_requests
     print("paused after", CALLS)
     done = await packing.run(responses={request_id: True},
-                             checkpoint=await storage.load("trip"))
+                             checkpoint=await storage.load(checkpoint.checkpoint_id))
     print("outputs:", done.get_outputs(), "steps run:", CALLS)
     return str(done.get_outputs()[0])
 

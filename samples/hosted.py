@@ -10,7 +10,8 @@ and commit below it (``OpenTelemetryInterceptor`` + ``TracingMiddleware``, extra
 With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set they go there over OTLP/HTTP; without, finished
 spans are printed to the console.
 
-Run it: ``python samples/hosted.py [PORT]`` (default 8000; it writes ``./.checkflow``), then
+Run it: ``python samples/hosted.py [PORT]`` (default 8000; it writes ``./.checkflow``, and a
+server started again in the same folder continues the conversations there), then
 e.g. the clients on ``docs/adapters/*.md``, or ``curl``::
 
     curl -s localhost:8000/v1/conversations/c1/runs -H 'content-type: application/json' \\

@@ -4,7 +4,8 @@ Shows: ``WorkflowExecutor`` runs the child inside a superstep of the parent, its
 the parent's snapshots; the child's request surfaces as ``review/<child request id>`` and the
 answer is routed back; ``to_mermaid()`` draws the child as a subgraph.
 
-Run it: ``python samples/nested.py``.
+Run it: ``python samples/nested.py``. It writes nothing (the checkpoint is in memory), so every
+run starts afresh.
 """
 
 from __future__ import annotations

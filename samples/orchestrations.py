@@ -5,7 +5,8 @@ was said before, and yields the whole conversation; a concurrent one asks every 
 and aggregates their replies (default: the list, in participant order). Both are ordinary
 workflows: every step is a snapshot, and ``to_mermaid()`` draws them.
 
-Run it: ``python samples/orchestrations.py``.
+Run it: ``python samples/orchestrations.py``. It writes nothing (the checkpoints are in memory),
+so every run starts afresh.
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 the snapshot tree.
 
 Shows: ``checkpoint.restart_from(snapshot_id)`` moves the head back without deleting anything;
-the next run grows a second branch; ``inspect_snapshot`` reads what a snapshot held. The same
-tree is printed by ``python -m checkflow checkpoints tree countdown --storage file:.``
-(``--mermaid`` for a Mermaid flowchart).
+the next run grows a second branch; ``inspect_snapshot`` reads what a snapshot held. Its last
+line is the command that prints the same tree from the storage, without this code
+(``python -m checkflow checkpoints tree ID --storage file:.``; ``--mermaid`` for a Mermaid
+flowchart).
 
-Run it: ``python samples/time_travel.py`` (it writes ``./checkpoints``).
+Run it: ``python samples/time_travel.py`` (it writes ``./checkpoints``). Each run starts a new
+checkpoint (its id generated), so it can be run again and again in one folder.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ async def main(root: str = "./checkpoints") -> Checkpoint:
     counter = Countdown(id="countdown")
     workflow = WorkflowBuilder(counter, name="countdown").add_edge(counter, counter).build()
     storage = FileCheckpointStorage(root)
-    checkpoint = workflow.create_checkpoint(checkpoint_id="countdown", checkpoint_storage=storage)
+    checkpoint = workflow.create_checkpoint(checkpoint_storage=storage)  # a new id each run
     await workflow.run(3, checkpoint=checkpoint)
 
     # go back to the snapshot after the first superstep and run on from there
@@ -61,7 +63,9 @@ async def main(root: str = "./checkpoints") -> Checkpoint:
     checkpoint.restart_from(earlier.snapshot_id)
     result = await workflow.run(checkpoint=checkpoint)
     print("the branch finished with", result.get_outputs())
-    print(tree(await storage.load("countdown")))
+    print(tree(await storage.load(checkpoint.checkpoint_id)))
+    print(f"the same tree: python -m checkflow checkpoints tree {checkpoint.checkpoint_id} "
+          f"--storage file:.")
     return checkpoint
 
 

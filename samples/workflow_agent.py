@@ -5,7 +5,9 @@ store and loaded again (as another process would), it continues where it paused.
 request arrives as a ``FunctionCallContent(name="request_info")``; the answer goes back as a
 ``FunctionResultContent`` with the same call id.
 
-Run it: ``python samples/workflow_agent.py`` (it writes ``./state``).
+Run it: ``python samples/workflow_agent.py`` (it writes ``./state``). A second run continues
+the saved session ``trip-42`` (a second booking on the same checkpoint) instead of starting a
+new one.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ async def main(root: str = "./state") -> str:
                               checkpoint_storage=FileCheckpointStorage(f"{root}/checkpoints"))
     sessions = FileSessionStore(f"{root}/sessions")
 
-    session = agent.create_session(session_id="trip-42")
+    # the saved conversation when there is one (an earlier run's), a new one otherwise
+    session = await sessions.get("trip-42") or agent.create_session(session_id="trip-42")
     reply = await agent.run("a table for two at eight", session=session)
     (call,) = [c for m in reply.messages for c in m.contents
                if isinstance(c, FunctionCallContent)]
@@ -53,6 +56,7 @@ async def main(root: str = "./state") -> str:
     assert loaded is not None
     answer = ChatMessage("tool", [FunctionResultContent(call.call_id, True)])
     final = await agent.run(answer, session=loaded)
+    await sessions.set(loaded)  # what the next run continues from
     print("the agent says:", final.text)
     return final.text
 

@@ -39,6 +39,34 @@ async def agui_run(client: httpx.AsyncClient, thread: str, **fields: Any) -> lis
                 if line.startswith("data:")]
 
 
+async def converse(client: httpx.AsyncClient, run: int) -> None:
+    """Start over AG-UI, answer natively; ask over Responses; start over A2A, read natively."""
+    events = await agui_run(client, f"article-{run}-1", runId=f"r{run}",
+                            messages=[{"id": f"m{run}", "role": "user", "content": "owls"}])
+    (interrupt,) = events[-1]["outcome"]["interrupts"]
+
+    state = (await client.get(f"/v1/conversations/article-{run}-1")).json()
+    assert [r["request_id"] for r in state["pending_requests"]] == [interrupt["id"]]
+    answered = await client.post(f"/v1/conversations/article-{run}-1/runs",
+                                 json={"responses": {interrupt["id"]: True}})
+    assert answered.json()["outputs"] == ["published: Five things to know about owls."]
+
+    response = (await client.post("/responses", json={"input": "bats"})).json()
+    assert any(item["type"] == "function_call" for item in response["output"])
+
+    # an A2A context is a conversation too: a task started there is answered natively
+    reply = (await client.post("/a2a", headers={"A2A-Version": "1.0"}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+            "messageId": f"a2a-{run}", "role": "ROLE_USER", "contextId": f"article-{run}-2",
+            "parts": [{"text": "bats"}]}}})).json()
+    assert reply["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    state = (await client.get(f"/v1/conversations/article-{run}-2")).json()
+    (pending,) = state["pending_requests"]
+    assert pending["data"]["draft"] == "Five things to know about bats."
+    card = await client.get("/.well-known/agent-card.json")
+    assert card.status_code == 200
+
+
 async def test_a_thread_started_over_agui_is_answered_over_the_native_api(
         tmp_path: Path) -> None:
     exporter = InMemorySpanExporter()
@@ -46,30 +74,21 @@ async def test_a_thread_started_over_agui_is_answered_over_the_native_api(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     async with served(build_app(tmp_path, provider)) as (url, _), \
             httpx.AsyncClient(base_url=url, timeout=30) as client:
-        events = await agui_run(client, "article-1",
-                                messages=[{"id": "m1", "role": "user", "content": "owls"}])
-        (interrupt,) = events[-1]["outcome"]["interrupts"]
+        await converse(client, 1)
+    assert {p.name for p in tmp_path.iterdir()} == {"checkpoints", "sessions"}
 
-        state = (await client.get("/v1/conversations/article-1")).json()
-        assert [r["request_id"] for r in state["pending_requests"]] == [interrupt["id"]]
-        answered = await client.post("/v1/conversations/article-1/runs",
-                                     json={"responses": {interrupt["id"]: True}})
-        assert answered.json()["outputs"] == ["published: Five things to know about owls."]
-
-        response = (await client.post("/responses", json={"input": "bats"})).json()
-        assert any(item["type"] == "function_call" for item in response["output"])
-
-        # an A2A context is a conversation too: a task started there is answered natively
-        reply = (await client.post("/a2a", headers={"A2A-Version": "1.0"}, json={
-            "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-                "messageId": "m2", "role": "ROLE_USER", "contextId": "article-2",
-                "parts": [{"text": "bats"}]}}})).json()
-        assert reply["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-        state = (await client.get("/v1/conversations/article-2")).json()
-        (pending,) = state["pending_requests"]
-        assert pending["data"]["draft"] == "Five things to know about bats."
-        card = await client.get("/.well-known/agent-card.json")
-        assert card.status_code == 200
+    # the sample started again in its folder: the first server's conversations are there to
+    # continue (the one the A2A task paused is answered), and new ones start as before
+    async with served(build_app(tmp_path, provider)) as (url, _), \
+            httpx.AsyncClient(base_url=url, timeout=30) as client:
+        done = (await client.get("/v1/conversations/article-1-1")).json()
+        assert done["outputs"] == ["published: Five things to know about owls."]
+        (pending,) = (await client.get("/v1/conversations/article-1-2")).json()[
+            "pending_requests"]
+        answered = await client.post("/v1/conversations/article-1-2/runs",
+                                     json={"responses": {pending["request_id"]: True}})
+        assert answered.json()["outputs"] == ["published: Five things to know about bats."]
+        await converse(client, 2)
     spans = exporter.get_finished_spans()
     by_id = {s.context.span_id: s for s in spans}
     # each protocol's request span is an ancestor of the run it started (the A2A SDK may put

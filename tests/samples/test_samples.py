@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from checkflow import Checkpoint, FileCheckpointStorage
 from checkflow.workflows import RunStatus
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-Run = Callable[..., str]
+Run = Callable[..., Any]  # the run_sample fixture: conftest.SampleRuns
 
 
 def test_every_sample_says_what_it_shows_and_how_to_run_it() -> None:
@@ -21,57 +25,111 @@ def test_every_sample_says_what_it_shows_and_how_to_run_it() -> None:
         assert "Run it" in doc or "make serve" in doc, path.name
 
 
-def test_factor(run_sample: Run, tmp_path: Path) -> None:
-    out = run_sample("factor").splitlines()
-    assert out[0].startswith("paused after 6 snapshots, asking ")
-    assert out[1:] == ["outputs: ['published']", "branched: 13 snapshots, 2 tips",
-                       "100 one-shot runs, one workflow"]
-    assert (tmp_path / "checkpoints").is_dir()
+def test_every_sample_says_what_running_it_again_does() -> None:
+    for path in sorted((ROOT / "samples").glob("*.py")):
+        doc = " ".join(path.read_text().split('"""')[1].split())
+        assert re.search(r"afresh|continues|starts a new (checkpoint|conversation)", doc), \
+            path.name
 
 
-def test_time_travel_prints_a_tree_with_two_branches(run_sample: Run) -> None:
-    out = run_sample("time_travel").splitlines()
-    assert out[0] == "the branch finished with ['liftoff']"
-    tree = out[1:]
-    assert len(tree) == 8 and tree[-1].endswith("<- head")
-    depths = [(len(line) - len(line.lstrip())) // 2 for line in tree]
-    assert depths == [0, 1, 2, 3, 4, 2, 3, 4]  # the branch forks after superstep 1
+def stored(root: Path) -> list[Checkpoint]:
+    """Every checkpoint a file storage at ``root`` holds, loaded."""
+    async def load() -> list[Checkpoint]:
+        storage = FileCheckpointStorage(root)
+        return [await storage.load(i) for i in await storage.list_checkpoint_ids()]
+    return asyncio.run(load())
 
 
-def test_concurrent_runs(run_sample: Run) -> None:
-    assert run_sample("concurrent_runs").splitlines() == [
-        "200 runs, 200 checkpoints", "20 checkpoints in files",
-        "a second run on the same checkpoint was refused"]
+def test_factor_starts_a_new_checkpoint_each_run(run_sample: Run, tmp_path: Path) -> None:
+    runs = run_sample("factor")
+    assert runs.folders == {"checkpoints"}
+    for out in (runs.first.splitlines(), runs.second.splitlines()):
+        assert out[0].startswith("paused after 6 snapshots, asking ")
+        assert out[1:] == ["outputs: ['published']", "branched: 13 snapshots, 2 tips",
+                           "100 one-shot runs, one workflow"]
+    assert [len(c.snapshots) for c in stored(tmp_path / "checkpoints")] == [13, 13]
+
+
+def test_time_travel_prints_a_tree_with_two_branches_each_run(
+        run_sample: Run, tmp_path: Path) -> None:
+    runs = run_sample("time_travel")
+    assert runs.folders == {"checkpoints"}
+    ids = []
+    for out in (runs.first.splitlines(), runs.second.splitlines()):
+        assert out[0] == "the branch finished with ['liftoff']"
+        tree = out[1:-1]
+        assert len(tree) == 8 and tree[-1].endswith("<- head")
+        depths = [(len(line) - len(line.lstrip())) // 2 for line in tree]
+        assert depths == [0, 1, 2, 3, 4, 2, 3, 4]  # the branch forks after superstep 1
+        command = re.fullmatch(r"the same tree: (python -m checkflow checkpoints tree (\w+) "
+                               r"--storage file:\.)", out[-1])
+        assert command is not None, out[-1]
+        ids.append(command[2])
+        # the command it names prints the same snapshots from the storage
+        shown = subprocess.run([sys.executable, *command[1].split()[1:]], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=60, check=True).stdout
+        assert re.findall(r"[0-9a-f]{8}-[0-9a-f-]{27}", shown) == \
+            [line.split()[0] for line in tree]
+    assert ids[0] != ids[1]
+    assert sorted(c.checkpoint_id for c in stored(tmp_path / "checkpoints")) == sorted(ids)
+
+
+def test_concurrent_runs_continue_the_file_checkpoints(run_sample: Run, tmp_path: Path) -> None:
+    runs = run_sample("concurrent_runs")
+    assert runs.folders == {"checkpoints"}
+    for out in (runs.first, runs.second):
+        assert out.splitlines() == [
+            "200 runs, 200 checkpoints", "20 checkpoints in files",
+            "a second run on the same checkpoint was refused"]
+    checkpoints = stored(tmp_path / "checkpoints")
+    assert sorted(c.checkpoint_id for c in checkpoints) == sorted(f"square-{n}"
+                                                                  for n in range(20))
+    assert {len(c.snapshots) for c in checkpoints} == {4}  # two snapshots a run, two runs
 
 
 def test_nested(run_sample: Run) -> None:
-    out = run_sample("nested")
-    assert "pending: ['review/approve']" in out
-    assert "outputs: ['published: All about owls.']" in out
-    assert re.search(r'subgraph review \["review \(review\)"\]', out)
+    runs = run_sample("nested")
+    assert runs.left == frozenset() and runs.second == runs.first
+    assert "pending: ['review/approve']" in runs.first
+    assert "outputs: ['published: All about owls.']" in runs.first
+    assert re.search(r'subgraph review \["review \(review\)"\]', runs.first)
 
 
 def test_agent_chain_with_scripted_agents(run_sample: Run) -> None:
-    out = run_sample("agent_chain", OPENAI_API_KEY="").splitlines()
-    assert out == ["editor turns kept in the snapshot: 4",
-                   "scripted: ['Owls fly silently at night.', 'Bats sleep upside down.']"]
+    runs = run_sample("agent_chain", OPENAI_API_KEY="")
+    assert runs.left == frozenset() and runs.second == runs.first
+    assert runs.first.splitlines() == [
+        "editor turns kept in the snapshot: 4",
+        "scripted: ['Owls fly silently at night.', 'Bats sleep upside down.']"]
 
 
 def test_workflow_agent_continues_from_a_saved_session(run_sample: Run, tmp_path: Path) -> None:
-    assert run_sample("workflow_agent").splitlines() == [
-        "the agent asks: request_info {'confirm': 'a table for two at eight'}",
-        "the agent says: booked: a table for two at eight"]
-    assert (tmp_path / "state" / "sessions").is_dir()
+    runs = run_sample("workflow_agent")
+    assert runs.folders == {"state"}
+    assert any(p.startswith("state/sessions/") for p in runs.left)
+    for out in (runs.first, runs.second):
+        assert out.splitlines() == [
+            "the agent asks: request_info {'confirm': 'a table for two at eight'}",
+            "the agent says: booked: a table for two at eight"]
+    # the second run went on in the first run's checkpoint: two bookings, one checkpoint
+    (checkpoint,) = stored(tmp_path / "state" / "checkpoints")
+    assert len(checkpoint.snapshots) == 8
 
 
-def test_functional_resume_replays_recorded_steps(run_sample: Run) -> None:
-    assert run_sample("functional").splitlines() == [
-        "paused after ['fetch', 'advise']",
-        "outputs: ['packed a t-shirt'] steps run: ['fetch', 'advise']"]
+def test_functional_resume_replays_recorded_steps(run_sample: Run, tmp_path: Path) -> None:
+    runs = run_sample("functional")
+    assert runs.folders == {"checkpoints"}
+    for out in (runs.first, runs.second):
+        assert out.splitlines() == [
+            "paused after ['fetch', 'advise']",
+            "outputs: ['packed a t-shirt'] steps run: ['fetch', 'advise']"]
+    assert len(stored(tmp_path / "checkpoints")) == 2
 
 
 def test_orchestrations(run_sample: Run) -> None:
-    out = run_sample("orchestrations").splitlines()
+    runs = run_sample("orchestrations")
+    assert runs.left == frozenset() and runs.second == runs.first
+    out = runs.first.splitlines()
     assert out[:4] == ["user: Tell me about owls.", "assistant: Owls hunt at night.",
                        "assistant: Night hunters: owls.",
                        "optimist: It will be sunny. / pessimist: It will rain."]
@@ -99,12 +157,17 @@ async def test_approval_publishes_each_queued_draft_with_its_own_text() -> None:
 
 @pytest.mark.usefixtures("cosmos_emulator")
 def test_cosmos_hosting_against_the_emulator(run_sample: Run, cosmos_emulator) -> None:
-    out = run_sample("cosmos_hosting", CHECKFLOW_COSMOS_ENDPOINT=cosmos_emulator.endpoint,
-                     CHECKFLOW_COSMOS_KEY=cosmos_emulator.key,
-                     CHECKFLOW_COSMOS_VERIFY_TLS="0").splitlines()
-    assert re.fullmatch(r"article-\w+: awaiting_responses, asking \w+", out[0])
-    assert re.fullmatch(
-        r"article-\w+: idle, outputs \['published: Five things to know about owls.'\]", out[1])
+    runs = run_sample("cosmos_hosting", CHECKFLOW_COSMOS_ENDPOINT=cosmos_emulator.endpoint,
+                      CHECKFLOW_COSMOS_KEY=cosmos_emulator.key,
+                      CHECKFLOW_COSMOS_VERIFY_TLS="0")
+    conversations = []
+    for out in (runs.first.splitlines(), runs.second.splitlines()):
+        started = re.fullmatch(r"(article-\w+): awaiting_responses, asking \w+", out[0])
+        assert started is not None, out[0]
+        assert out[1] == (f"{started[1]}: idle, outputs "
+                          "['published: Five things to know about owls.']")
+        conversations.append(started[1])
+    assert conversations[0] != conversations[1]  # a new conversation in the same containers
 
 
 async def test_agent_chain_with_openai_agents_when_a_key_is_set(
@@ -132,3 +195,15 @@ async def test_agent_chain_with_openai_agents_when_a_key_is_set(
         await main()
     assert route.call_count == 4
     assert "openai: ['Owls hunt silently.', 'Bats fly blind.']" in capsys.readouterr().out
+
+
+def test_what_samples_and_serve_write_is_ignored_and_the_packages_are_not(
+        git_ignores: Callable[[str], bool | None]) -> None:
+    if git_ignores("checkpoints/x") is None:
+        pytest.skip("not a git checkout")
+    # hosted.py and serve (file:./.checkflow, its default) write .checkflow; run from samples/
+    for written in ("checkpoints", "state", ".checkflow", "samples/checkpoints",
+                    "samples/state"):
+        assert git_ignores(f"{written}/x"), written
+    for source in ("checkflow/checkpoints/x.py", "tests/checkpoints/x.py", "samples/x.py"):
+        assert git_ignores(source) is False, source
