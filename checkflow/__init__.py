@@ -9,6 +9,7 @@ from checkflow.errors import (
     AgentServiceError,
     CheckflowError,
     CheckpointConflictError,
+    CheckpointExistsError,
     CheckpointError,
     CheckpointInUseError,
     CheckpointLostError,
@@ -147,7 +148,9 @@ from checkflow.hosting import (
     create_app,
 )
 
-__version__ = "0.1.0"
+# -- version: the package metadata's, i.e. pyproject.toml's (see _version) --
+# isort: split
+from checkflow._version import __version__
 
 __all__ = [
     "Adapter",
@@ -167,6 +170,7 @@ __all__ = [
     "CheckflowError",
     "Checkpoint",
     "CheckpointConflictError",
+    "CheckpointExistsError",
     "CheckpointError",
     "CheckpointInUseError",
     "CheckpointLostError",

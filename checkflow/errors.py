@@ -9,6 +9,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │       └── StateNestingError           nested deeper than the codec's limit (or cyclic)
     ├── CheckpointError                     checkpoints and their storage
     │   ├── CheckpointConflictError         another writer advanced the persisted head
+    │   │   └── CheckpointExistsError       a new checkpoint over an id the storage already has
     │   ├── CheckpointNotFoundError         no checkpoint with that id in the storage
     │   ├── SnapshotNotFoundError           no snapshot with that id in the checkpoint
     │   ├── CheckpointInUseError            a run is active on this checkpoint
@@ -64,6 +65,7 @@ __all__ = [
     "CheckflowError",
     "CheckpointConflictError",
     "CheckpointError",
+    "CheckpointExistsError",
     "CheckpointInUseError",
     "CheckpointLostError",
     "CheckpointNotFoundError",
@@ -161,6 +163,8 @@ class CheckpointConflictError(CheckpointError):
     """The persisted head is not the one this writer expected: another writer moved it.
 
     Call ``await checkpoint.refresh()`` to reload the persisted state, then decide again.
+    ``cause`` (when given) replaces the generic last clause with what is known of the head
+    the storage has: when and how it was written, and by whom when that can be told.
     """
 
     def __init__(
@@ -169,15 +173,51 @@ class CheckpointConflictError(CheckpointError):
         *,
         expected_head_snapshot_id: str | None,
         actual_head_snapshot_id: str | None,
+        cause: str | None = None,
     ) -> None:
         super().__init__(
             f"checkpoint {checkpoint_id!r}: expected persisted head "
             f"{expected_head_snapshot_id!r} but storage has {actual_head_snapshot_id!r}; "
-            "another writer committed first (refresh() and retry)"
+            + (cause or "another writer committed first (refresh() and retry)")
         )
         self.checkpoint_id = checkpoint_id
         self.expected_head_snapshot_id = expected_head_snapshot_id
         self.actual_head_snapshot_id = actual_head_snapshot_id
+
+
+class CheckpointExistsError(CheckpointConflictError):
+    """A new checkpoint was created with an id the storage already holds.
+
+    Nothing was written. Either continue what is there (``await storage.load(id)``) or create
+    the checkpoint with another id (or none: a fresh one is generated). ``written`` says what
+    is known of the stored head (for example when an earlier run committed it).
+    """
+
+    def __init__(
+        self,
+        checkpoint_id: str,
+        *,
+        actual_head_snapshot_id: str | None,
+        written: str | None = None,
+    ) -> None:
+        CheckpointError.__init__(
+            self,
+            f"checkpoint {checkpoint_id!r} already exists in this storage"
+            + _facts([f"head {actual_head_snapshot_id!r}" if actual_head_snapshot_id else "",
+                      written or ""])
+            + ", and a new checkpoint cannot be created over it: to continue it, load it "
+            f"(checkpoint = await storage.load({checkpoint_id!r})); to start again, create "
+            "the checkpoint with another checkpoint_id (or none, for a generated one)",
+        )
+        self.checkpoint_id = checkpoint_id
+        self.expected_head_snapshot_id = None
+        self.actual_head_snapshot_id = actual_head_snapshot_id
+
+
+def _facts(facts: list[str]) -> str:
+    """`` (a, b)`` of the facts that are known, or nothing."""
+    known = [f for f in facts if f]
+    return f" ({', '.join(known)})" if known else ""
 
 
 class CheckpointNotFoundError(CheckpointError, LookupError):

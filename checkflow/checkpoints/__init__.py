@@ -9,7 +9,7 @@ the workflow engine.
 from checkflow.checkpoints import _state_types  # noqa: F401 - registers the state types
 from checkflow.checkpoints._checkpoint import Checkpoint, CheckpointReference
 from checkflow.checkpoints._guard import active_run
-from checkflow.checkpoints._protocol import CheckpointStorage
+from checkflow.checkpoints._protocol import CheckpointStorage, ExistenceCheck
 from checkflow.checkpoints._snapshot import (
     FORMAT_VERSION,
     CheckpointSnapshot,
@@ -26,6 +26,7 @@ __all__ = [
     "CheckpointSnapshot",
     "CheckpointStorage",
     "EncodedPart",
+    "ExistenceCheck",
     "Format",
     "SnapshotHeader",
     "SnapshotRecord",

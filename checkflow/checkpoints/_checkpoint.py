@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from checkflow._aio import eager_future
 from checkflow.checkpoints import _envelope
+from checkflow.checkpoints._conflicts import explain_conflict
 from checkflow.checkpoints._guard import check_not_in_use, is_active
 from checkflow.checkpoints._snapshot import CheckpointSnapshot, Format
 from checkflow.errors import (
+    CheckpointConflictError,
     CheckpointError,
     CheckpointInUseError,
     CorruptCheckpointError,
@@ -76,6 +79,7 @@ class Checkpoint:
         self._turn_first: dict[str, Any] | None = None
         self._commit_lock = asyncio.Lock()
         self._restarts = 0  # bumped by restart_from: a commit landing later leaves the head be
+        self._created_at = datetime.now(UTC)  # tells a conflict with an earlier run from a race
         self._set_graph(list(snapshots), head_snapshot_id)
 
     def _set_graph(self, snapshots: list[CheckpointSnapshot], head: str | None) -> None:
@@ -259,7 +263,15 @@ class Checkpoint:
         expected: str | None,
         restarts: int,
     ) -> CheckpointSnapshot:
-        await storage.commit_snapshot(self, snapshot, expected_head_snapshot_id=expected)
+        try:
+            await storage.commit_snapshot(self, snapshot, expected_head_snapshot_id=expected)
+        except CheckpointConflictError as conflict:
+            if type(conflict) is not CheckpointConflictError or (
+                conflict.actual_head_snapshot_id == conflict.expected_head_snapshot_id
+            ):  # already said precisely (a storage's own retry story, or an exists error)
+                raise
+            raise await explain_conflict(storage, conflict, created_at=self._created_at) \
+                from conflict
         self._append(snapshot, restarts)
         return snapshot
 

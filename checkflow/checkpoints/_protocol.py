@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from checkflow.checkpoints._checkpoint import Checkpoint
     from checkflow.checkpoints._snapshot import CheckpointSnapshot, Format
 
-__all__ = ["CheckpointStorage"]
+__all__ = ["CheckpointStorage", "ExistenceCheck"]
 
 
 @runtime_checkable
@@ -59,4 +59,18 @@ class CheckpointStorage(Protocol):
 
         The head, the kept snapshots and all their ancestors always survive.
         """
+        ...
+
+
+@runtime_checkable
+class ExistenceCheck(Protocol):
+    """A storage that can tell at once, without waiting on a network, whether it holds an id.
+
+    ``Workflow.create_checkpoint(checkpoint_id=...)`` asks it, so an id already stored is
+    refused (``CheckpointExistsError``) where it was chosen. Memory and file storages declare
+    it; a remote one (Cosmos DB) need not: the first commit refuses the id all the same.
+    """
+
+    def checkpoint_exists(self, checkpoint_id: str) -> bool:
+        """Whether a committed checkpoint with this id is stored now."""
         ...

@@ -183,6 +183,14 @@ class FileCheckpointStorage:
                     self._commit_sync, cid, snapshot.record, expected_head_snapshot_id, identity
                 )
 
+    def checkpoint_exists(self, checkpoint_id: str) -> bool:
+        """Whether the log of ``checkpoint_id`` holds a committed checkpoint (``ExistenceCheck``).
+
+        A stat and a few header reads, as ``list_checkpoint_ids`` does per entry: cheap enough
+        to answer in the caller's thread.
+        """
+        return _index.committed_id(self._files(checkpoint_id).log) == checkpoint_id
+
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """Index the log, read and verify the head's parts, and attach the checkpoint here.
 

@@ -61,6 +61,11 @@ class InMemoryCheckpointStorage:
             stored.records[snapshot.snapshot_id] = snapshot.record
             stored.head = snapshot.snapshot_id
 
+    def checkpoint_exists(self, checkpoint_id: str) -> bool:
+        """Whether ``checkpoint_id`` is stored (``ExistenceCheck``: a dict lookup)."""
+        with self._lock:
+            return checkpoint_id in self._checkpoints
+
     async def load(self, checkpoint_id: str) -> Checkpoint:
         """A fresh Checkpoint object attached to this storage."""
         with self._lock:

@@ -13,8 +13,8 @@ import types
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin, overload
 
-from checkflow.checkpoints import Checkpoint, CheckpointStorage
-from checkflow.errors import WorkflowValidationError
+from checkflow.checkpoints import Checkpoint, CheckpointStorage, ExistenceCheck
+from checkflow.errors import CheckpointExistsError, WorkflowValidationError
 from checkflow.state import is_registered, register_state_type, registered_type, state_type_id
 from checkflow.workflows._edges import EdgeGroup
 from checkflow.workflows._executor import Executor, ExecutorSpec
@@ -145,8 +145,15 @@ class Workflow:
     ) -> Checkpoint:
         """A new, empty, caller-owned checkpoint stamped with this workflow's name and hash.
 
-        With ``checkpoint_storage`` every snapshot a run commits is persisted there.
+        With ``checkpoint_storage`` every snapshot a run commits is persisted there. An id
+        the storage already holds raises ``CheckpointExistsError`` (continue it with
+        ``storage.load(id)`` instead): here when the storage can tell at once (memory, files),
+        else at the run's first commit (Cosmos DB). Without an id a fresh one is generated.
         """
+        storage: object = checkpoint_storage  # (a storage may declare more than the protocol)
+        if (checkpoint_id is not None and isinstance(storage, ExistenceCheck)
+                and storage.checkpoint_exists(checkpoint_id)):
+            raise CheckpointExistsError(checkpoint_id, actual_head_snapshot_id=None)
         return Checkpoint(
             checkpoint_id,
             workflow_name=self.name,
