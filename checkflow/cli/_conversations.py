@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from typing import Any
 
 from checkflow.cli._output import pending, print_fields, print_json
@@ -49,6 +50,9 @@ def add_conversation_commands(
             action.add_argument("--orphans", action="store_true",
                                 help="list the host checkpoints no conversation references "
                                      "instead (see checkpoints prune --orphans)")
+            action.add_argument("--deleted", action="store_true",
+                                help="also the conversations deleted through the host (or "
+                                     "whose first turn never committed), marked deleted")
             continue
         action.add_argument("conversation_id", metavar="ID")
         action.add_argument("--principal", default=None,
@@ -69,16 +73,20 @@ def _lease_text(lease: dict[str, Any] | None) -> str:
 
 def _ls_line(conversation: HostedConversation) -> str:
     principal = conversation.principal if conversation.principal is not None else "-"
+    head = conversation.head_snapshot_id or "-"
     lease = "leased" if conversation.lease_is_live else (
         "stale lease" if conversation.lease is not None else "")
     return "  ".join(p for p in (conversation.conversation_id, f"principal={principal}",
-                                 f"head={conversation.head_snapshot_id}", lease) if p)
+                                 f"head={head}", lease,
+                                 "deleted" if conversation.deleted else "") if p)
 
 
 async def _show(stores: Storages, conversation: HostedConversation, as_json: bool) -> None:
     body: dict[str, Any] = conversation.to_dict()
     body["status"], body["pending_requests"] = None, []
-    if conversation.checkpoint_id is not None and conversation.head_snapshot_id is not None:
+    if conversation.deleted:
+        body["status"] = "deleted"
+    elif conversation.checkpoint_id is not None and conversation.head_snapshot_id is not None:
         try:
             checkpoint = await stores.checkpoint_storage.load(conversation.checkpoint_id)
             checkpoint.restart_from(conversation.head_snapshot_id)
@@ -105,7 +113,8 @@ async def run_conversations(args: argparse.Namespace, stores: Storages) -> int:
             orphans = await find_orphan_checkpoints(sessions, stores.checkpoint_storage)
             print_json(orphans) if args.json else print("\n".join(orphans))
             return 0
-        found = await list_hosted_conversations(sessions)
+        found = [c for c in await list_hosted_conversations(sessions)
+                 if args.deleted or not c.deleted]
         if args.json:
             print_json([c.to_dict() for c in found])
         else:
@@ -135,17 +144,24 @@ async def run_conversations(args: argparse.Namespace, stores: Storages) -> int:
     return 0
 
 
-async def prune_orphans(stores: Storages, *, dry_run: bool, as_json: bool) -> int:
-    """``checkpoints prune --orphans``: delete (or with ``dry_run`` list) orphan checkpoints."""
-    orphans = await find_orphan_checkpoints(stores.session_store, stores.checkpoint_storage)
+async def prune_orphans(stores: Storages, *, dry_run: bool, as_json: bool,
+                        progress: Callable[[str, int, int], None] | None = None) -> int:
+    """``checkpoints prune --orphans``: delete (or with ``dry_run`` list) orphan checkpoints;
+    ``progress`` is told of each checkpoint checked and each orphan deleted."""
+    orphans = await find_orphan_checkpoints(stores.session_store, stores.checkpoint_storage,
+                                            progress=progress)
     removed = []
-    for checkpoint_id in orphans:
+    for done, checkpoint_id in enumerate(orphans):
+        if progress is not None and not dry_run:
+            progress("deleting orphans", done, len(orphans))
         if not dry_run:
             try:
                 await stores.checkpoint_storage.delete(checkpoint_id)
             except CheckpointNotFoundError:
                 continue  # gone meanwhile
         removed.append(checkpoint_id)
+    if progress is not None and orphans and not dry_run:
+        progress("deleting orphans", len(orphans), len(orphans))
     if as_json:
         print_json({"removed" if not dry_run else "would_remove": removed})
     else:

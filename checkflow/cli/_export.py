@@ -40,7 +40,7 @@ for running (only ``decode_for_inspection``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
 import msgspec
@@ -100,23 +100,49 @@ def _write_entries(out: TextIO, entries: Iterable[str], close: str) -> None:
     out.write(close if separator == "\n    " else "\n  " + close)
 
 
-def write_export(checkpoint: Checkpoint, out: TextIO) -> None:
+def write_export(checkpoint: Checkpoint, out: TextIO,
+                 progress: Callable[[str, int, int], None] | None = None) -> None:
     """Write ``checkpoint`` to ``out`` as the document above, one part or snapshot at a time.
 
     Every snapshot's part ids are taken before anything is written, so a snapshot that cannot
     be read fails the export before its first byte, and ``parts`` can precede ``snapshots``.
+    ``progress(what, done, total)`` is told of each snapshot read, then of each part and
+    snapshot written.
     """
+    tell = progress or _silent
     ids = _PartIds()
-    for snapshot in checkpoint.snapshots:
+    snapshots = checkpoint.snapshots
+    for done, snapshot in enumerate(snapshots):
+        tell("reading snapshots", done, len(snapshots))
         ids.state(snapshot)
+    tell("reading snapshots", len(snapshots), len(snapshots))
+    total = len(ids.distinct) + len(snapshots)
+    written = _Count(tell, "writing parts and snapshots", total)
     out.write(f'{{\n  "format": {_json(EXPORT_FORMAT)},\n  "version": {EXPORT_VERSION},\n'
               f'  "checkpoint": {_json(checkpoint_summary(checkpoint))},\n  "parts": {{')
-    _write_entries(out, _parts(ids), "}")
+    _write_entries(out, map(written, _parts(ids)), "}")
     out.write(',\n  "snapshots": [')
     head = checkpoint.head_snapshot_id
-    _write_entries(out, (_json({**snapshot_summary(s, head), "state": ids.state(s)})
-                         for s in checkpoint.snapshots), "]")
+    _write_entries(out, (written(_json({**snapshot_summary(s, head), "state": ids.state(s)}))
+                         for s in snapshots), "]")
     out.write("\n}\n")
+
+
+def _silent(what: str, done: int, total: int) -> None:
+    pass
+
+
+class _Count:
+    """Passes each entry through, telling ``progress`` how many have been made."""
+
+    def __init__(self, progress: Callable[[str, int, int], None], what: str, total: int
+                 ) -> None:
+        self._progress, self._what, self._total, self._done = progress, what, total, 0
+
+    def __call__(self, entry: str) -> str:
+        self._done += 1
+        self._progress(self._what, self._done, self._total)
+        return entry
 
 
 def _parts(ids: _PartIds) -> Iterator[str]:

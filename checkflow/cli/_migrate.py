@@ -11,7 +11,8 @@ import argparse
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from checkflow.cli._storage_url import open_storage
+from checkflow.cli._progress import progress_line
+from checkflow.cli._storage_url import SCHEMES, open_storage
 from checkflow.workflows import Workflow, WorkflowBuilder
 
 if TYPE_CHECKING:
@@ -25,16 +26,20 @@ COMMAND = "migrate-v1"
 def add_migrate_parser(commands: Any) -> None:
     """Register ``migrate-v1`` on the top-level subcommands."""
     parser = commands.add_parser(
-        COMMAND, help="convert v1 FileCheckpointStorage files into v2 checkpoints (offline)")
+        COMMAND, help="convert v1 FileCheckpointStorage files into v2 checkpoints (offline)",
+        description="convert v1 FileCheckpointStorage files into v2 checkpoints (offline)")
     parser.add_argument("source", metavar="SOURCE_DIR", help="the v1 checkpoint folder")
     parser.add_argument("--to", required=True, metavar="STORAGE_URL",
-                        help="memory:, file:PATH or cosmos: (where the v2 checkpoints go)")
+                        help=f"{SCHEMES} (where the v2 checkpoints go)")
     parser.add_argument("--allow-type", action="append", default=[], metavar="module:QualName",
                         help="a non-builtin type the v1 files may unpickle (repeatable)")
     parser.add_argument("--workflow", metavar="MODULE:ATTR",
                         help="the v2 Workflow (or WorkflowBuilder) that will resume these "
                              "checkpoints: they get its graph signature")
     parser.add_argument("--dry-run", action="store_true", help="read and convert, write nothing")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line on stderr (it is drawn only when stderr is a "
+                             "terminal)")
 
 
 def _signature(target: str | None) -> str | None:
@@ -70,8 +75,10 @@ async def run_migrate(args: argparse.Namespace) -> int:
 
     signature = _signature(args.workflow)
     async with open_storage(args.to) as stores:
-        summary = await migrate_v1(args.source, stores.checkpoint_storage,
-                                   allow_types=args.allow_type, dry_run=args.dry_run,
-                                   graph_signature_hash=signature)
+        with progress_line(quiet=args.quiet) as progress:
+            summary = await migrate_v1(args.source, stores.checkpoint_storage,
+                                       allow_types=args.allow_type, dry_run=args.dry_run,
+                                       graph_signature_hash=signature,
+                                       progress=progress if progress.shown else None)
     _print(summary)
     return 0

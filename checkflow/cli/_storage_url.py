@@ -19,9 +19,11 @@ from checkflow.checkpoints import CheckpointStorage
 from checkflow.sessions import FileSessionStore, InMemorySessionStore, SessionStore
 from checkflow.storage import FileCheckpointStorage, InMemoryCheckpointStorage
 
-__all__ = ["COSMOS_SETTINGS", "DEFAULT_STORAGE", "Storages", "open_storage"]
+__all__ = ["COSMOS_SETTINGS", "DEFAULT_STORAGE", "SCHEMES", "Storages", "open_storage"]
 
 DEFAULT_STORAGE = "file:./.checkflow"
+SCHEMES = "memory:, file:PATH or cosmos:"
+"""The URL forms ``open_storage`` takes, as every ``--storage`` help and error names them."""
 
 COSMOS_SETTINGS = {
     "CHECKFLOW_COSMOS_ENDPOINT": "account endpoint, e.g. https://myaccount.documents.azure.com",
@@ -84,7 +86,7 @@ async def open_storage(url: str = DEFAULT_STORAGE, *, must_exist: bool = False
     """
     scheme, sep, rest = url.partition(":")
     if not sep:
-        raise ValueError(f"--storage {url!r}: expected memory:, file:PATH or cosmos:")
+        raise ValueError(f"--storage {url!r}: expected {SCHEMES}")
     if scheme == "memory":
         yield Storages(InMemorySessionStore(), InMemoryCheckpointStorage())
     elif scheme == "file":
@@ -93,5 +95,4 @@ async def open_storage(url: str = DEFAULT_STORAGE, *, must_exist: bool = False
         async with _cosmos_storages() as storages:
             yield storages
     else:
-        raise ValueError(f"--storage {url!r}: unknown scheme {scheme!r} "
-                         "(expected memory:, file:PATH or cosmos:)")
+        raise ValueError(f"--storage {url!r}: unknown scheme {scheme!r} (expected {SCHEMES})")

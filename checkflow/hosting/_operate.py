@@ -11,6 +11,7 @@ decode a snapshot's state.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from checkflow.errors import (
     SessionConflictError,
     SessionError,
 )
-from checkflow.hosting._keys import CONVERSATION_KEY, ConversationKey
+from checkflow.hosting._keys import AGENT_SESSION_KEY, CONVERSATION_KEY, ConversationKey
 from checkflow.hosting._lease import LEASE_KEY, LeaseManager, new_owner_id, owner_is_gone
 from checkflow.hosting._results import ResumeToken
 from checkflow.sessions import AgentSession, SessionStore
@@ -49,6 +50,11 @@ class HostedConversation:
     head_snapshot_id: str | None
     lease: dict[str, Any] | None
     """The lease record (``owner``, ``expires_at``, ``host``, ``pid``) while one is recorded."""
+    deleted: bool = False
+    """The session holds nothing (no checkpoint, no agent session) and no lease: what a
+    ``DELETE`` leaves (the identity and generation stay, so a new conversation of the same id
+    gets a fresh checkpoint id), or a first turn that never committed. A host answers 404 for
+    it and lists it nowhere."""
 
     @property
     def lease_is_live(self) -> bool:
@@ -60,7 +66,7 @@ class HostedConversation:
         return {"conversation_id": self.conversation_id, "principal": self.principal,
                 "session_id": self.session_id, "checkpoint_id": self.checkpoint_id,
                 "head_snapshot_id": self.head_snapshot_id, "lease": self.lease,
-                "lease_is_live": self.lease_is_live}
+                "lease_is_live": self.lease_is_live, "deleted": self.deleted}
 
 
 def lease_is_live(lease: Any) -> bool:
@@ -73,13 +79,16 @@ def _describe(session: AgentSession) -> HostedConversation | None:
     identity = session.state.get(CONVERSATION_KEY)
     if not isinstance(identity, dict):
         return None
-    ref = session.state.get(CHECKPOINT_KEY)
-    lease = session.state.get(LEASE_KEY)
+    state = session.state
+    ref = state.get(CHECKPOINT_KEY)
+    lease = state.get(LEASE_KEY)
     return HostedConversation(
         str(identity.get("conversation_id")), identity.get("principal"), session.session_id,
         ref.checkpoint_id if isinstance(ref, CheckpointReference) else None,
         ref.head_snapshot_id if isinstance(ref, CheckpointReference) else None,
-        dict(lease) if isinstance(lease, dict) else None)
+        dict(lease) if isinstance(lease, dict) else None,
+        deleted=CHECKPOINT_KEY not in state and AGENT_SESSION_KEY not in state
+        and lease is None)
 
 
 async def list_hosted_conversations(session_store: SessionStore) -> list[HostedConversation]:
@@ -176,16 +185,22 @@ async def recover_conversation(
 
 
 async def find_orphan_checkpoints(
-    session_store: SessionStore, checkpoint_storage: CheckpointStorage
+    session_store: SessionStore, checkpoint_storage: CheckpointStorage,
+    *, progress: Callable[[str, int, int], None] | None = None,
 ) -> list[str]:
     """Host checkpoints (``conversation-<digest>-g<n>``) nothing will ever load again.
 
     An orphan's conversation session is gone, or references another checkpoint (a later
     generation), and holds no live lease (a first turn still running has not referenced its
     checkpoint yet: never an orphan). Checkpoints no host named are never listed.
+    ``progress(what, done, total)`` is told of each checkpoint looked at (a store of many
+    conversations takes a while: one session read each).
     """
     orphans = []
-    for checkpoint_id in await checkpoint_storage.list_checkpoint_ids():
+    ids = await checkpoint_storage.list_checkpoint_ids()
+    for done, checkpoint_id in enumerate(ids):
+        if progress is not None:
+            progress("checking checkpoints", done, len(ids))
         session_id = ConversationKey.session_id_of_checkpoint(checkpoint_id)
         if session_id is None:
             continue
@@ -200,4 +215,6 @@ async def find_orphan_checkpoints(
             if lease_is_live(session.state.get(LEASE_KEY)):
                 continue
         orphans.append(checkpoint_id)
+    if progress is not None:
+        progress("checking checkpoints", len(ids), len(ids))
     return sorted(orphans)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,17 +82,26 @@ def _read(path: Path, allowed: frozenset[str]) -> V1Checkpoint | str:
         pending_requests=decoded["pending_request_info_events"])
 
 
-def _read_folder(source: Path, allowed: frozenset[str],
-                 skipped: list[SkippedFile]) -> list[V1Checkpoint]:
+Progress = Callable[[str, int, int], None]
+"""``progress(what, done, total)``: told of each file read and each snapshot written."""
+
+
+def _read_folder(source: Path, allowed: frozenset[str], skipped: list[SkippedFile],
+                 progress: Progress | None = None) -> list[V1Checkpoint]:
     if not source.is_dir():
         raise MigrationError(f"{source} is not a folder of v1 checkpoint files")
     found = []
-    for path in sorted(source.glob("*.json")):
+    paths = sorted(source.glob("*.json"))
+    for done, path in enumerate(paths):
+        if progress is not None:
+            progress("reading v1 files", done, len(paths))
         read = _read(path, allowed)
         if isinstance(read, str):
             skipped.append(SkippedFile(path.name, read))
         else:
             found.append(read)
+    if progress is not None and paths:
+        progress("reading v1 files", len(paths), len(paths))
     return found
 
 
@@ -144,21 +153,26 @@ async def migrate_v1(
     allow_types: Iterable[str] = (),
     dry_run: bool = False,
     graph_signature_hash: str | None = None,
+    progress: Progress | None = None,
 ) -> MigrationSummary:
     """Convert every v1 checkpoint file in ``source_dir`` into v2 checkpoints in ``storage``.
 
     ``allow_types`` (``module:QualName``) are the only non-builtin types unpickled; anything
     else raises ``V1TypeRefusedError`` naming the type and file, before anything is written.
     ``graph_signature_hash`` stamps the new checkpoints for the v2 workflow that will resume
-    them (without it they keep v1's hash, which no v2 workflow has).
+    them (without it they keep v1's hash, which no v2 workflow has). ``progress(what, done,
+    total)`` is told of each file read and each snapshot written (``checkflow migrate-v1``
+    draws it).
     """
     allowed = parse_type_names(allow_types)
     summary = MigrationSummary(dry_run=dry_run)
-    found = await asyncio.to_thread(_read_folder, Path(source_dir), allowed, summary.skipped)
+    found = await asyncio.to_thread(_read_folder, Path(source_dir), allowed, summary.skipped,
+                                    progress)
     plans = []
     for group in _lineages(found, summary.skipped):
         root = group[0]
         plans.append((root, group, _snapshots(group, storage.format)))
+    total, handled = sum(len(p[2]) for p in plans), 0  # written or skipped
     for root, group, snapshots in plans:
         try:
             await storage.load(root.checkpoint_id)
@@ -168,6 +182,7 @@ async def migrate_v1(
             summary.skipped.extend(
                 SkippedFile(c.file, f"checkpoint {root.checkpoint_id!r} is already in the "
                                     "destination") for c in group)
+            handled += len(snapshots)
             continue
         checkpoint = Checkpoint(root.checkpoint_id, workflow_name=root.workflow_name,
                                 graph_signature_hash=graph_signature_hash
@@ -175,13 +190,18 @@ async def migrate_v1(
         if not dry_run:
             previous = None
             for snapshot in snapshots:
+                if progress is not None:
+                    progress("writing snapshots", handled, total)
                 await storage.commit_snapshot(checkpoint, snapshot,
                                               expected_head_snapshot_id=previous)
                 previous = snapshot.snapshot_id
+                handled += 1
         head = snapshots[-1]
         summary.checkpoints.append(MigratedCheckpoint(
             checkpoint_id=root.checkpoint_id, workflow_name=root.workflow_name,
             snapshot_ids=[s.snapshot_id for s in snapshots], head_snapshot_id=head.snapshot_id,
             status=str(head.metadata.get("status")),
             notes=[f"{c.file}: {n}" for c in group for n in c.notes]))
+    if progress is not None and total and not dry_run:
+        progress("writing snapshots", total, total)
     return summary

@@ -233,13 +233,16 @@ class FileCheckpointStorage:
             with self._faults("prune", checkpoint_id):
                 return await asyncio.to_thread(self._prune_sync, checkpoint_id, keep)
 
-    async def verify(self, checkpoint_id: str | None = None) -> list[VerifyReport]:
+    async def verify(self, checkpoint_id: str | None = None, *,
+                     progress: Callable[[str, int, int], None] | None = None
+                     ) -> list[VerifyReport]:
         """Read every record of every (or one) checkpoint; report what is wrong, fix nothing.
 
         ``CheckpointNotFoundError`` for an unknown ``checkpoint_id``. Takes no write lock.
+        ``progress(what, done, total)`` is told of each checkpoint read (from a worker thread).
         """
         with self._faults("verify", checkpoint_id):
-            return await asyncio.to_thread(self._verify_sync, checkpoint_id)
+            return await asyncio.to_thread(self._verify_sync, checkpoint_id, progress)
 
     # -- worker-thread halves --------------------------------------------------------------
 
@@ -537,7 +540,9 @@ class FileCheckpointStorage:
         atomic_write(path, data)
         self._indexes.put(index.checkpoint_id, None)
 
-    def _verify_sync(self, checkpoint_id: str | None) -> list[VerifyReport]:
+    def _verify_sync(self, checkpoint_id: str | None,
+                     progress: Callable[[str, int, int], None] | None = None
+                     ) -> list[VerifyReport]:
         if checkpoint_id is not None:
             if not (self._folder(checkpoint_id) / _LOG).exists():
                 raise CheckpointNotFoundError(checkpoint_id)
@@ -545,10 +550,13 @@ class FileCheckpointStorage:
         if not self.root.is_dir():
             return []
         reports = []
-        for folder in sorted(self.root.iterdir()):
-            path = folder / _LOG
-            if path.is_file():
-                reports.append(self._verify_one(folder.name, path))
+        logs = [(f.name, f / _LOG) for f in sorted(self.root.iterdir()) if (f / _LOG).is_file()]
+        for done, (name, path) in enumerate(logs):
+            if progress is not None:
+                progress("verifying checkpoints", done, len(logs))
+            reports.append(self._verify_one(name, path))
+        if progress is not None and logs:
+            progress("verifying checkpoints", len(logs), len(logs))
         return sorted(reports, key=lambda report: report.checkpoint_id)
 
     def _verify_one(self, fallback_id: str, path: Path) -> VerifyReport:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, Format, SnapshotRecord
@@ -280,15 +280,25 @@ class CosmosCheckpointStorage(CosmosResource):
         self._remember(manifest)
         return checkpoint
 
-    async def verify(self, checkpoint_id: str | None = None) -> list[VerifyReport]:
+    async def verify(self, checkpoint_id: str | None = None, *,
+                     progress: Callable[[str, int, int], None] | None = None
+                     ) -> list[VerifyReport]:
         """Read every item of every (or one) checkpoint; report what is wrong, change nothing.
 
-        ``CheckpointNotFoundError`` for an unknown ``checkpoint_id``.
+        ``CheckpointNotFoundError`` for an unknown ``checkpoint_id``. ``progress(what, done,
+        total)`` is told of each checkpoint read.
         """
         from checkflow.storage.cosmos._verify import verify_checkpoint
 
         ids = await self.list_checkpoint_ids() if checkpoint_id is None else [checkpoint_id]
-        return [await verify_checkpoint(self, cid) for cid in ids]
+        reports = []
+        for done, cid in enumerate(ids):
+            if progress is not None:
+                progress("verifying checkpoints", done, len(ids))
+            reports.append(await verify_checkpoint(self, cid))
+        if progress is not None and ids:
+            progress("verifying checkpoints", len(ids), len(ids))
+        return reports
 
     async def read_manifest(self, cid: str, pk: str) -> Manifest | None:
         """The manifest item of ``cid`` (``None`` when there is none); for ``verify``."""
