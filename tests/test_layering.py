@@ -16,22 +16,26 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "checkflow"
 
-_BASE = {"errors", "_fs", "_aio", "_random"}
+_BASE = {"errors", "_fs", "_aio", "_random", "_extras"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "_fs": {"errors"},
     "_aio": set(),
     "_random": set(),
+    "_extras": set(),
+    "_version": set(),
     "state": {"errors"},
     "sessions": {"state", "errors", "_fs"},
     "checkpoints": {"state", "errors", "_fs", "_aio", "_random"},
     "storage": {"checkpoints", "sessions", "state", *_BASE},
     "workflows": {"checkpoints", "state", "errors", "_aio", "_random"},
-    "agents": {"workflows", "checkpoints", "sessions", "state", "errors"},
+    "agents": {"workflows", "checkpoints", "sessions", "state", "errors", "_extras"},
     "hosting": {"agents", "workflows", "storage", "checkpoints", "sessions", "state", *_BASE},
-    "adapters": {"hosting", "agents", "workflows", "checkpoints", "sessions", "state", "errors"},
+    "adapters": {"hosting", "agents", "workflows", "checkpoints", "sessions", "state", "errors",
+                 "_extras"},
     "migrate": {"storage", "checkpoints", "state", *_BASE},
-    "telemetry": {"hosting", "agents", "workflows", "checkpoints", "state", "errors"},
+    "telemetry": {"hosting", "agents", "workflows", "checkpoints", "state", "errors", "_extras",
+                  "_version"},
     "cli": {"adapters", "telemetry", "migrate", "hosting", "agents", "workflows", "storage",
             "checkpoints", "sessions", "state", *_BASE},
     "__main__": {"cli"},

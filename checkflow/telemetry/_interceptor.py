@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
 
+from checkflow._version import __version__ as _VERSION
 from checkflow.agents import AgentExecutor
 from checkflow.hosting import current_conversation_id
 from checkflow.telemetry import _names as n
@@ -53,7 +54,6 @@ __all__ = ["OpenTelemetryInterceptor"]
 T = TypeVar("T")
 CallNext = Callable[[], Awaitable[T]]
 
-_VERSION = "0.1.0"
 _AGENT_EXECUTOR = AgentExecutor.__qualname__
 _REMEMBERED_CHECKPOINTS = 1024  # checkpoints whose recent runs are kept for span links
 _REMEMBERED_RUNS = 16  # links per checkpoint (the most recent runs)
