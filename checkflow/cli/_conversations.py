@@ -55,7 +55,7 @@ def add_conversation_commands(
                                      "whose first turn never committed), marked deleted")
             continue
         action.add_argument("conversation_id", metavar="ID")
-        action.add_argument("--principal", default=None,
+        action.add_argument("--principal", default=None, metavar="P",
                             help="the principal the conversation belongs to (default: none)")
         if name == "unlock":
             action.add_argument("--force", action="store_true",

@@ -266,3 +266,147 @@ async def test_orphans_are_host_checkpoints_nothing_references_and_no_lease_hold
 def test_prune_needs_one_id_or_orphans(argv: list[str], tmp_path: Path, capsys: Any) -> None:
     assert main([*argv, "--storage", url(tmp_path)]) == 2
     assert "prune" in capsys.readouterr().err
+
+
+# -- a conversation id wherever a checkpoint id is taken ------------------------------------
+
+
+async def test_every_checkpoint_command_takes_the_conversation_id(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    paused = await file_host.run("order-1", message="ASK go")
+    assert paused.resume_token is not None
+    checkpoint_id = paused.resume_token.checkpoint_id
+    for action in (["show"], ["tree"], ["pending"], ["export"], ["verify"],
+                   ["prune", "--dry-run"]):
+        by_conversation = await cli_json(capsys, "checkpoints", *action, "order-1",
+                                         "--storage", url(tmp_path))
+        by_checkpoint = await cli_json(capsys, "checkpoints", *action, checkpoint_id,
+                                       "--storage", url(tmp_path))
+        assert by_conversation == by_checkpoint, action
+    shown = await cli_json(capsys, "checkpoints", "show", "order-1", "--storage", url(tmp_path))
+    assert shown["checkpoint_id"] == checkpoint_id
+    assert shown["head_snapshot_id"] == paused.resume_token.snapshot_id
+
+
+async def test_a_principals_conversation_needs_principal_and_the_error_says_what_was_tried(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    done = await file_host.run("c1", message="hi", principal="alice")
+    assert done.resume_token is not None
+    assert await cli("checkpoints", "show", "c1", "--storage", url(tmp_path)) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == ("checkflow: error: 'c1' is neither a checkpoint nor a conversation of no "
+                    "principal in this storage (a principal's conversation needs --principal)")
+    shown = await cli_json(capsys, "checkpoints", "show", "c1", "--principal", "alice",
+                           "--storage", url(tmp_path))
+    assert shown["checkpoint_id"] == done.resume_token.checkpoint_id
+    assert await cli("checkpoints", "tree", "c1", "--principal", "bob",
+                     "--storage", url(tmp_path)) == 2
+    assert capsys.readouterr().err == (
+        "checkflow: error: 'c1' is not a conversation of principal 'bob' in this storage\n")
+    assert await cli("checkpoints", "verify", "--principal", "alice",
+                     "--storage", url(tmp_path)) == 2
+    assert "needs an ID" in capsys.readouterr().err
+
+
+async def test_an_exact_checkpoint_id_wins_over_a_conversation_of_that_id(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    workflow = await file_host.workflow()
+    mine = workflow.create_checkpoint(checkpoint_id="mine",
+                                      checkpoint_storage=file_host.checkpoint_storage)
+    await workflow.run("not a host's", checkpoint=mine)
+    await file_host.run("mine", message="hosted")
+    shown = await cli_json(capsys, "checkpoints", "show", "mine", "--storage", url(tmp_path))
+    assert shown["checkpoint_id"] == "mine"
+
+
+async def test_a_conversation_id_shows_its_checkpoint_at_the_conversations_head(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    good = await file_host.run("c", message="one")
+    await file_host.run("c", message="boom")  # failed: storage's head is now ahead
+    assert good.resume_token is not None
+    shown = await cli_json(capsys, "checkpoints", "show", "c", "--storage", url(tmp_path))
+    assert shown["head_snapshot_id"] == good.resume_token.snapshot_id
+    assert shown["storage_head_snapshot_id"] != good.resume_token.snapshot_id
+
+
+async def test_a_deleted_conversation_names_no_checkpoint(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    await file_host.run("gone", message="hi")
+    await file_host.delete("gone")
+    assert await cli("checkpoints", "show", "gone", "--storage", url(tmp_path)) == 2
+    assert capsys.readouterr().err == (
+        "checkflow: error: 'gone' is not a checkpoint, and conversation 'gone' of no principal "
+        "has no checkpoint (it was deleted, or its first turn has not committed)\n")
+
+
+async def test_prune_keeps_the_conversations_head_when_storage_is_on_another_branch(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    first = await file_host.run("c", message="one")
+    second = await file_host.run("c", message="two")
+    assert first.resume_token is not None and second.resume_token is not None
+    failed = await file_host.run("c", message="boom",
+                                 from_snapshot=first.resume_token.snapshot_id)
+    assert failed.status.value == "failed"  # storage's head: the failed turn, off "two"
+    removed = (await cli_json(capsys, "checkpoints", "prune", "c",
+                              "--storage", url(tmp_path)))["removed"]
+    assert second.resume_token.snapshot_id not in removed
+    assert (await file_host.get_conversation("c")).outputs == ["ONE", "TWO"]
+
+
+# -- what ls shows --------------------------------------------------------------------------
+
+
+async def test_checkpoints_ls_names_the_conversation_and_principal_of_each_checkpoint(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    anonymous = await file_host.run("order-1", message="hi")
+    alices = await file_host.run("order-1", message="hi", principal="alice")
+    workflow = await file_host.workflow()
+    await workflow.run("x", checkpoint=workflow.create_checkpoint(
+        checkpoint_id="mine", checkpoint_storage=file_host.checkpoint_storage))
+    assert anonymous.resume_token is not None and alices.resume_token is not None
+    a, b = anonymous.resume_token, alices.resume_token
+    assert await cli("checkpoints", "ls", "--storage", url(tmp_path)) == 0
+    assert sorted(capsys.readouterr().out.splitlines()) == sorted([
+        f"{a.checkpoint_id}  conversation=order-1  principal=-",
+        f"{b.checkpoint_id}  conversation=order-1  principal=alice", "mine"])
+    ids = await cli_json(capsys, "checkpoints", "ls", "--storage", url(tmp_path))
+    assert ids == sorted([a.checkpoint_id, b.checkpoint_id, "mine"])  # as scripts parse it
+    rows = await cli_json(capsys, "checkpoints", "ls", "-l", "--storage", url(tmp_path))
+    assert {r["checkpoint_id"]: (r["conversation_id"], r["principal"], r["head_snapshot_id"])
+            for r in rows} == {a.checkpoint_id: ("order-1", None, a.snapshot_id),
+                               b.checkpoint_id: ("order-1", "alice", b.snapshot_id),
+                               "mine": (None, None, None)}
+    assert await cli("checkpoints", "ls", "-l", "--storage", url(tmp_path)) == 0
+    assert f"principal=alice  head={b.snapshot_id}" in capsys.readouterr().out
+
+
+async def test_deleted_conversations_are_listed_only_with_deleted_and_marked(
+    file_host: WorkflowHost, tmp_path: Path, capsys: Any
+) -> None:
+    await file_host.run("kept", message="hi")
+    await file_host.run("gone", message="hi")
+    await file_host.delete("gone")
+    listed = await cli_json(capsys, "conversations", "ls", "--storage", url(tmp_path))
+    assert [c["conversation_id"] for c in listed] == ["kept"]
+    assert listed[0]["deleted"] is False
+    assert await cli("conversations", "ls", "--storage", url(tmp_path)) == 0
+    assert "gone" not in capsys.readouterr().out
+    every = await cli_json(capsys, "conversations", "ls", "--deleted", "--storage", url(tmp_path))
+    assert [(c["conversation_id"], c["deleted"]) for c in every] == [
+        ("gone", True), ("kept", False)]
+    assert await cli("conversations", "ls", "--deleted", "--storage", url(tmp_path)) == 0
+    assert "gone  principal=-  head=-  deleted" in capsys.readouterr().out.splitlines()
+    assert await cli("checkpoints", "ls", "--storage", url(tmp_path)) == 0
+    assert "conversation=gone" not in capsys.readouterr().out
+    shown = await cli_json(capsys, "conversations", "show", "gone", "--storage", url(tmp_path))
+    assert shown["status"] == "deleted"
+    await file_host.run("gone", message="again")  # the same id, a conversation again
+    listed = await cli_json(capsys, "conversations", "ls", "--storage", url(tmp_path))
+    assert [c["conversation_id"] for c in listed] == ["gone", "kept"]
