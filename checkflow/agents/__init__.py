@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from checkflow._extras import requires_extra
 from checkflow.agents._base import BaseAgent
 from checkflow.agents._executor import AgentExecutor, AgentExecutorRequest, AgentRunUpdateEvent
 from checkflow.agents._messages import (
@@ -68,13 +69,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "OpenAIChatAgent":
-        try:
+        with requires_extra("openai", "checkflow.agents.OpenAIChatAgent"):
             from checkflow.agents._openai import OpenAIChatAgent
-        except ModuleNotFoundError as exc:
-            if exc.name != "httpx":
-                raise
-            raise ImportError(
-                "OpenAIChatAgent needs httpx: pip install 'checkflow[openai]'"
-            ) from exc
         return OpenAIChatAgent
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from checkflow._extras import requires_extra
 from checkflow.hosting._adapter import Adapter
 from checkflow.hosting._agent_host import AgentHost, AgentRunStream
 from checkflow.hosting._factory import Authenticate, create_app, request_principal
@@ -137,13 +138,7 @@ def __getattr__(name: str) -> Any:
     module = _NEEDS_STARLETTE.get(name)
     if module is None:
         raise AttributeError(f"module 'checkflow.hosting' has no attribute {name!r}")
-    try:
+    with requires_extra("hosting", f"checkflow.hosting.{name}"):
         value = getattr(importlib.import_module(f"checkflow.hosting.{module}"), name)
-    except ModuleNotFoundError as exc:
-        if not str(exc.name).startswith("starlette"):
-            raise
-        raise ImportError(
-            f"checkflow.hosting.{name} needs starlette: pip install 'checkflow[hosting]'"
-        ) from exc
     globals()[name] = value
     return value

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from checkflow._extras import requires_extra
 from checkflow.hosting._adapter import Adapter
 
 if TYPE_CHECKING:
@@ -61,13 +62,9 @@ def create_app(
     """
     if on_disconnect not in ("cancel", "continue"):
         raise ValueError(f"on_disconnect must be 'cancel' or 'continue', not {on_disconnect!r}")
-    try:
+    with requires_extra("hosting", "create_app"):
         from checkflow.hosting._app import build_app
         from checkflow.hosting._bounds import BodyLimits
-    except ModuleNotFoundError as exc:
-        if exc.name != "starlette" and not str(exc.name).startswith("starlette."):
-            raise
-        raise ImportError("create_app needs starlette: pip install 'checkflow[hosting]'") from exc
     bounds = limits if limits is not None else BodyLimits()
     if max_body_bytes is not None:
         bounds = dataclasses.replace(bounds, max_bytes=max_body_bytes)

@@ -10,16 +10,13 @@ Names are listed in ``docs/telemetry.md``.
 
 from __future__ import annotations
 
-try:
-    import opentelemetry.trace  # noqa: F401
-except ModuleNotFoundError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "checkflow.telemetry needs OpenTelemetry: pip install 'checkflow[otel]'") from exc
+from checkflow._extras import requires_extra
 
-from checkflow.telemetry._interceptor import OpenTelemetryInterceptor
-from checkflow.telemetry._logs import TraceContextFilter
-from checkflow.telemetry._request import TracingMiddleware, instrument_app
-from checkflow.telemetry._sdk import configure_from_environment
+with requires_extra("otel", "checkflow.telemetry"):
+    from checkflow.telemetry._interceptor import OpenTelemetryInterceptor
+    from checkflow.telemetry._logs import TraceContextFilter
+    from checkflow.telemetry._request import TracingMiddleware, instrument_app
+    from checkflow.telemetry._sdk import configure_from_environment
 
 __all__ = [
     "OpenTelemetryInterceptor",

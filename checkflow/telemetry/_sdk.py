@@ -15,6 +15,8 @@ from opentelemetry import metrics, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
+from checkflow._extras import requires_extra
+
 __all__ = ["configure_from_environment"]
 
 
@@ -24,16 +26,12 @@ def configure_from_environment(*, service_name: str = "checkflow") -> Callable[[
     ``OTEL_SERVICE_NAME`` wins over ``service_name``. Needs the ``otel`` extra (the OTLP
     exporter); a missing package raises ``ImportError`` naming the extra.
     """
-    try:
+    with requires_extra("otel", "configure_from_environment (serve --otel)"):
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ModuleNotFoundError as exc:
-        raise ImportError(
-            f"serve --otel needs the OTLP exporter ({exc.name}): pip install 'checkflow[otel]'"
-        ) from exc
     resource = Resource.create({"service.name": service_name}).merge(Resource.create())
     tracer_provider = TracerProvider(resource=resource)
     tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))

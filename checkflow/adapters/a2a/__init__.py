@@ -34,22 +34,21 @@ so a restarted server or a second one sharing the storage serves the same tasks.
   0.3 compatibility is off: a request without ``A2A-Version`` is 0.3 and gets -32009.
 """
 
+from checkflow._extras import MissingExtraError, requires_extra
 from checkflow.adapters.a2a._types import A2AMessage, A2APart, Artifact, TaskRejected
 
 try:
-    from checkflow.adapters.a2a._adapter import A2AAdapter, default_adapter
-    from checkflow.adapters.a2a._store import A2ATaskStore
-except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installed extras
-    if not (exc.name or "").startswith(("a2a", "google", "starlette", "sse_starlette")):
-        raise
+    with requires_extra("a2a", "checkflow.adapters.a2a"):
+        from checkflow.adapters.a2a._adapter import A2AAdapter, default_adapter
+        from checkflow.adapters.a2a._store import A2ATaskStore
+except MissingExtraError as exc:  # the types above stay usable; the rest says what is missing
     _missing = exc
 
     def __getattr__(name: str) -> object:
         if name in {"A2AAdapter", "A2ATaskStore", "default_adapter"}:
-            raise ImportError(
-                f"checkflow.adapters.a2a.{name} needs the a2a extra: "
-                f"pip install 'checkflow[a2a]'") from _missing
-        raise AttributeError(name)
+            raise MissingExtraError(f"checkflow.adapters.a2a.{name}", "a2a",
+                                    name=_missing.name) from _missing
+        raise AttributeError(f"module 'checkflow.adapters.a2a' has no attribute {name!r}")
 
 __all__ = ["A2AAdapter", "A2AMessage", "A2APart", "A2ATaskStore", "Artifact", "TaskRejected",
            "default_adapter"]

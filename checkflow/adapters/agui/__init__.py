@@ -49,14 +49,10 @@ The rules, which clients can rely on:
 
 from __future__ import annotations
 
-try:
-    import ag_ui.core  # noqa: F401  (the extra's presence, checked once)
-except ModuleNotFoundError as exc:  # pragma: no cover - exercised without the extra
-    raise ImportError(
-        "checkflow.adapters.agui needs the agui extra: pip install 'checkflow[agui]'"
-    ) from exc
+from checkflow._extras import requires_extra
 
-from checkflow.adapters.agui._adapter import AGUIAdapter
+with requires_extra("agui", "checkflow.adapters.agui"):
+    from checkflow.adapters.agui._adapter import AGUIAdapter
 
 __all__ = ["AGUIAdapter", "default_adapter"]
 

@@ -43,12 +43,15 @@ How the protocol maps onto conversations and checkpoints:
 
 from __future__ import annotations
 
-from checkflow.adapters.foundry._adapter import (
-    SESSION_HEADER,
-    USER_HEADER,
-    FoundryAdapter,
-    header_principal,
-)
+from checkflow._extras import requires_extra
+
+with requires_extra("foundry", "checkflow.adapters.foundry"):
+    from checkflow.adapters.foundry._adapter import (
+        SESSION_HEADER,
+        USER_HEADER,
+        FoundryAdapter,
+        header_principal,
+    )
 
 __all__ = ["SESSION_HEADER", "USER_HEADER", "FoundryAdapter", "default_adapter",
            "header_principal"]

@@ -12,9 +12,12 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
 
+from checkflow._extras import requires_extra
 from checkflow.state import Format
 
-try:
+with requires_extra("cosmos", "checkflow.storage.cosmos"):
+    # the async client's transport imports aiohttp only when a client is built: ask now
+    import aiohttp  # noqa: F401
     from azure.core import MatchConditions
     from azure.core.exceptions import ServiceRequestError, ServiceResponseError
     from azure.cosmos import PartitionKey
@@ -24,11 +27,6 @@ try:
         CosmosClientTimeoutError,
         CosmosHttpResponseError,
     )
-except ImportError as exc:
-    raise ImportError(
-        "checkflow.storage.cosmos needs the Azure Cosmos DB SDK and aiohttp; install the "
-        "'cosmos' extra: pip install 'checkflow[cosmos]'"
-    ) from exc
 
 __all__ = [
     "PARTITION_KEY_PATH",
