@@ -1,4 +1,4 @@
-"""Suite-wide test configuration: hypothesis profiles and shared fixtures."""
+"""Suite-wide test configuration: hypothesis profiles, shared fixtures, the skip summary."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-# the session-scoped Cosmos DB emulator and per-test containers (tests/cosmos_emulator.py)
-pytest_plugins = ["cosmos_emulator"]
+# the session-scoped Cosmos DB emulator and per-test containers (tests/cosmos_emulator.py);
+# skips grouped by reason in the summary (tests/skip_summary.py)
+pytest_plugins = ["cosmos_emulator", "skip_summary"]
 
 # CI: fixed seed, no deadline (a shared 2-core machine has no reliable timing).
 settings.register_profile(
