@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from checkflow.checkpoints import Checkpoint
-from checkflow.cli._conversations import prune_orphans
+from checkflow.cli._conversations import print_pruned_orphans, prune_orphans
 from checkflow.cli._export import write_export
 from checkflow.cli._mermaid import render_mermaid
 from checkflow.cli._output import describe_request, pending, print_fields, print_json
@@ -177,8 +177,10 @@ async def _prune(args: argparse.Namespace, stores: Storages) -> int:
         if args.checkpoint_id is not None or args.keep or args.principal is not None:
             raise ValueError("prune --orphans takes no ID, no --keep and no --principal")
         with progress_line(quiet=args.quiet) as progress:
-            return await prune_orphans(stores, dry_run=args.dry_run, as_json=args.json,
-                                       progress=progress if progress.shown else None)
+            removed = await prune_orphans(stores, dry_run=args.dry_run,
+                                          progress=progress if progress.shown else None)
+        print_pruned_orphans(removed, dry_run=args.dry_run, as_json=args.json)
+        return 0
     if args.checkpoint_id is None:
         raise ValueError("prune needs a checkpoint ID (or --orphans)")
     resolved = await resolve(stores, args.checkpoint_id, args.principal)

@@ -28,7 +28,8 @@ from checkflow.hosting import (
     unlock_conversation,
 )
 
-__all__ = ["add_conversation_commands", "prune_orphans", "run_conversations"]
+__all__ = ["add_conversation_commands", "print_pruned_orphans", "prune_orphans",
+           "run_conversations"]
 
 
 def add_conversation_commands(
@@ -144,27 +145,33 @@ async def run_conversations(args: argparse.Namespace, stores: Storages) -> int:
     return 0
 
 
-async def prune_orphans(stores: Storages, *, dry_run: bool, as_json: bool,
-                        progress: Callable[[str, int, int], None] | None = None) -> int:
-    """``checkpoints prune --orphans``: delete (or with ``dry_run`` list) orphan checkpoints;
-    ``progress`` is told of each checkpoint checked and each orphan deleted."""
+async def prune_orphans(stores: Storages, *, dry_run: bool,
+                        progress: Callable[[str, int, int], None] | None = None) -> list[str]:
+    """``checkpoints prune --orphans``: delete (or with ``dry_run`` only find) the orphan
+    checkpoints, and return them; ``progress`` is told of each checkpoint checked and each
+    orphan deleted."""
     orphans = await find_orphan_checkpoints(stores.session_store, stores.checkpoint_storage,
                                             progress=progress)
+    if dry_run:
+        return orphans
     removed = []
     for done, checkpoint_id in enumerate(orphans):
-        if progress is not None and not dry_run:
+        if progress is not None:
             progress("deleting orphans", done, len(orphans))
-        if not dry_run:
-            try:
-                await stores.checkpoint_storage.delete(checkpoint_id)
-            except CheckpointNotFoundError:
-                continue  # gone meanwhile
+        try:
+            await stores.checkpoint_storage.delete(checkpoint_id)
+        except CheckpointNotFoundError:
+            continue  # gone meanwhile
         removed.append(checkpoint_id)
-    if progress is not None and orphans and not dry_run:
+    if progress is not None and orphans:
         progress("deleting orphans", len(orphans), len(orphans))
+    return removed
+
+
+def print_pruned_orphans(removed: list[str], *, dry_run: bool, as_json: bool) -> None:
+    """What ``prune_orphans`` removed (or would), for people or as JSON."""
     if as_json:
         print_json({"removed" if not dry_run else "would_remove": removed})
     else:
         verb = "would remove" if dry_run else "removed"
         print(f"{verb} {len(removed)} orphan checkpoint(s)" + "".join(f"\n  {r}" for r in removed))
-    return 0

@@ -35,7 +35,7 @@ class Progress:
         self._clock = clock
         self._what: str | None = None
         self._done = self._total = 0
-        self._started = self._drawn = 0.0
+        self._started = self._drawn = self._updated = 0.0
 
     @property
     def shown(self) -> bool:
@@ -48,11 +48,11 @@ class Progress:
         now = self._clock()
         if what != self._what:
             self.close()
-            self._what, self._started, self._drawn = what, now, 0.0
+            self._what, self._started = what, now
         elif done < total and now - self._drawn < self._interval:
-            self._done, self._total = done, total
+            self._done, self._total, self._updated = done, total, now
             return
-        self._done, self._total, self._drawn = done, total, now
+        self._done, self._total, self._drawn, self._updated = done, total, now, now
         self._draw(now, "")
 
     def close(self) -> None:
@@ -60,7 +60,7 @@ class Progress:
         if self._stream is None or self._what is None:
             return
         finished = self._total > 0 and self._done >= self._total
-        self._draw(self._clock(), ", done.\n" if finished else "\n")
+        self._draw(self._updated, ", done.\n" if finished else "\n")  # the rate as last seen
         self._what = None
 
     def _draw(self, now: float, end: str) -> None:

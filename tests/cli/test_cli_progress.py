@@ -126,6 +126,16 @@ def test_export_to_the_terminal_itself_draws_no_progress_into_the_document(
     assert "snapshots: " not in shown and "\x1b[K" not in shown
 
 
+def test_the_result_follows_the_finished_progress_line_on_a_line_of_its_own(
+    storage: Path, tmp_path: Path
+) -> None:
+    argv = _command("checkpoints", "prune", "--orphans", "--dry-run", "--storage",
+                    f"file:{storage}")
+    status, shown = run_with_terminal_stderr(argv, tmp_path, stdout_too=True)
+    assert status == 0
+    assert re.search(r", done\.\r\nwould remove 1 orphan checkpoint\(s\)\r\n  " + ORPHAN, shown)
+
+
 def test_prune_orphans_counts_the_orphans_it_deletes(tmp_path: Path) -> None:
     async def one_orphan() -> None:
         checkpoint = Checkpoint(ORPHAN, checkpoint_storage=FileCheckpointStorage(
