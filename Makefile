@@ -4,14 +4,37 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Every development dependency pinned, transitive ones too (its header says how it is made).
+LOCK := requirements-dev.lock
 
-.PHONY: test lint typecheck pytest serve bench emulator agui-client clean
+.PHONY: test lint typecheck pytest dist lock serve bench emulator agui-client clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c $(LOCK) pip
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
+
+# Resolve '.[dev]' afresh (the newest releases pyproject.toml and constraints.txt allow) in a
+# throwaway venv and write its pip freeze below the lock's header (the lines before the
+# first blank one). Review the diff and run `make test` before committing it.
+lock:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet --upgrade pip; \
+	"$$tmp/venv/bin/python" -m pip install --quiet -c constraints.txt -e '.[dev]'; \
+	sed -n '1,/^$$/p' $(LOCK) > "$$tmp/lock"; \
+	"$$tmp/venv/bin/python" -m pip freeze --all --exclude-editable >> "$$tmp/lock"; \
+	mv "$$tmp/lock" $(LOCK); \
+	echo "$(LOCK): $$(grep -c '==' $(LOCK)) pins"
+
+# The distribution: sdist, then the wheel built from it, into a throwaway folder with the
+# locked setuptools (no download), each checked by twine (metadata, README rendering).
+dist: $(STAMP)
+	@set -e; out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	$(BIN)/python -m build --no-isolation --outdir "$$out" . >"$$out/build.log" 2>&1 || \
+		{ cat "$$out/build.log"; exit 1; }; \
+	$(BIN)/python -m twine --no-color check --strict "$$out"/*.tar.gz "$$out"/*.whl
 
 emulator:
 	@if [ ! -f tools/cosmos-emulator/package.json ]; then \
