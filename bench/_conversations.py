@@ -131,7 +131,7 @@ async def a2a(http: Http, cid: str, latencies: list[float]) -> None:
     task = reply.get("result", {}).get("task", {})
     _expect(status == 200 and task.get("status", {}).get("state")
             == "TASK_STATE_INPUT_REQUIRED", "a2a pause", status, reply)
-    (request_id,) = task["metadata"]["checkflow"]["pending_request_ids"]
+    (request_id,) = task["metadata"]["checkflow"]["pendingRequestIds"]
     status, reply = await http.post_json("/a2a", _send_message(
         taskId=task["id"], contextId=cid, parts=[{"data": {request_id: True}}]), _A2A_HEADERS)
     timer.lap()

@@ -68,7 +68,7 @@ async def one_task(client: Client, request: a2a_pb2.SendMessageRequest) -> a2a_p
 def request_id(task: a2a_pb2.Task) -> str:
     data = [json_format.MessageToDict(p.data) for p in task.status.message.parts
             if p.WhichOneof("content") == "data"]
-    return str(data[0]["pending_requests"][0]["request_id"])
+    return str(data[0]["pendingRequests"][0]["requestId"])
 
 
 async def test_card_send_and_stream_over_a_real_server(start_server: Any, connect: Any,

@@ -112,7 +112,7 @@ def checkflow_meta(task: a2a_pb2.Task) -> dict[str, Any]:
 
 
 def request_id(task: a2a_pb2.Task) -> str:
-    (rid,) = checkflow_meta(task)["pending_request_ids"]
+    (rid,) = checkflow_meta(task)["pendingRequestIds"]
     return str(rid)
 
 
@@ -206,7 +206,7 @@ async def test_cancelling_an_input_required_task_clears_its_request(
     assert canceled.status.state == CANCELED
     after = await one_task(client, message("next", context_id="ctx-cancel"))
     assert after.status.state == COMPLETED, checkflow_meta(after)
-    assert texts(after) == ["echo: next"] and checkflow_meta(after)["pending_request_ids"] == []
+    assert texts(after) == ["echo: next"] and checkflow_meta(after)["pendingRequestIds"] == []
     assert (await conversation(server.url, "ctx-cancel"))["pending_requests"] == []
     again = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
     assert again.status.state == CANCELED
@@ -231,7 +231,7 @@ async def test_subscribing_to_an_input_required_task_follows_its_continuation(
     assert len(seen) > 1 and seen[-1].HasField("status_update"), seen
     assert last_status(seen) == INPUT_REQUIRED  # it ended at the next interrupted state
     ended_on = a2a_pb2.Task(metadata=seen[-1].status_update.metadata)
-    assert checkflow_meta(ended_on).get("pending_request_ids") == [request_id(again)]
+    assert checkflow_meta(ended_on).get("pendingRequestIds") == [request_id(again)]
     assert request_id(again) != first_request
     # and once more to the terminal state, with the artifact on the way
     follower = Stream((await connect(server.url, streaming=True)).subscribe(
@@ -318,7 +318,7 @@ async def test_a_late_reply_is_refused_and_a_branch_is_explicit(
     second = start_server(TARGET, storage, *A2A)  # the late reply reaches another process
     client = await connect(first.url)
     paused = await one_task(client, message("ask:l1", context_id="ctx-late"))
-    pause_snapshot = checkflow_meta(paused)["resume_token"]["snapshot_id"]
+    pause_snapshot = checkflow_meta(paused)["resumeToken"]["snapshotId"]
     rid = request_id(paused)
     assert texts(await one_task(client, answer(paused, True))) == ["published"]
     other = await connect(second.url)

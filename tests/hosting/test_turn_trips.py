@@ -135,7 +135,7 @@ async def a2a_open(served: Served) -> Paused:
                               **{"A2A-Version": "1.0"})
     task = reply.json()["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", reply.text
-    (request_id,) = task["metadata"]["checkflow"]["pending_request_ids"]
+    (request_id,) = task["metadata"]["checkflow"]["pendingRequestIds"]
     return Paused("context-1", {"task_id": task["id"], "request_id": request_id})
 
 

@@ -19,13 +19,14 @@ from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from checkflow.adapters.a2a._metadata import error_data
 from checkflow.hosting import HttpError, json_response
 
 __all__ = ["refusal_handler"]
 
 
 def _a2a_error(exc: HttpError) -> A2AError:
-    data = {"reason": exc.code, **exc.details}
+    data = error_data(reason=exc.code, **exc.details)
     if exc.code == "too_deeply_nested":  # well-formed JSON whose params cannot be taken
         return InvalidParamsError(message=exc.message, data=data)
     return InvalidRequestError(message=exc.message, data=data)

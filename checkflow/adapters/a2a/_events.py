@@ -3,8 +3,8 @@
 Used by the executor (a run it drives) and by ``SubscribeToTask`` on a run driven elsewhere
 (``Host.subscribe``), so both speak the same events with the same artifact ids. The final
 status of a paused run carries the pending requests (a data part) and the resume token (task
-metadata, under ``"checkflow"``). This module builds events only: it never enqueues, stores
-or calls the host.
+metadata, under ``"checkflow"``; ``_metadata`` names them). This module builds events only:
+it never enqueues, stores or calls the host.
 """
 
 from __future__ import annotations
@@ -15,20 +15,16 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
 from a2a.types import a2a_pb2
 
-from checkflow.adapters.a2a._parts import artifact_for_output, proto_value, python_value
+from checkflow.adapters.a2a._metadata import pending_data, task_metadata
+from checkflow.adapters.a2a._parts import artifact_for_output, proto_value
 from checkflow.adapters.a2a._types import TaskRejected
 from checkflow.agents import AgentResponse
-from checkflow.hosting import ResumeToken, jsonable, pending_view
+from checkflow.hosting import ResumeToken, jsonable
 from checkflow.workflows import PendingRequest, RunStatus
 
-__all__ = ["META_KEY", "RunEvents", "pending_ids", "resume_token_of"]
-
-META_KEY = "checkflow"
-"""The task metadata key holding ``resume_token``, ``pending_request_ids``, ``conversation_id``."""
-
+__all__ = ["RunEvents"]
 
 _REJECTED = f"{TaskRejected.__name__}: "
 
@@ -56,22 +52,6 @@ def _rejection(error: BaseException | str | None) -> str | None:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return None
-
-
-def _meta(task: a2a_pb2.Task) -> dict[str, Any]:
-    meta = python_value(task.metadata).get(META_KEY) if task.HasField("metadata") else None
-    return meta if isinstance(meta, dict) else {}
-
-
-def pending_ids(task: a2a_pb2.Task) -> list[str]:
-    """The request ids a paused task waits for (from its metadata)."""
-    return [str(i) for i in _meta(task).get("pending_request_ids") or []]
-
-
-def resume_token_of(task: a2a_pb2.Task) -> ResumeToken | None:
-    """The resume token a paused task carries, or ``None``."""
-    token = _meta(task).get("resume_token")
-    return msgspec.convert(token, ResumeToken) if token else None
 
 
 class RunEvents:
@@ -122,18 +102,14 @@ class RunEvents:
         """The status a run ends the task in: input-required, completed, rejected, failed or
         canceled (``error``: the exception, or a turn record's error text)."""
         if pending and status is not RunStatus.FAILED:
-            views = [pending_view(r) for r in pending.values()]
             ids = list(pending)
-            meta = {META_KEY: {
-                "conversation_id": self.context_id, "pending_request_ids": ids,
-                "resume_token": msgspec.to_builtins(resume_token) if resume_token else None}}
             text = (f"waiting for {len(ids)} response(s): answer with a data part mapping "
                     f"request ids to values ({', '.join(ids)})")
             return self.status(a2a_pb2.TASK_STATE_INPUT_REQUIRED,
-                               message=self.agent_message(text, {"pending_requests": views}),
-                               metadata=meta, at=at)
-        done_meta: dict[str, Any] = {META_KEY: {"conversation_id": self.context_id,
-                                "pending_request_ids": [], "resume_token": None}}
+                               message=self.agent_message(text, pending_data(pending)),
+                               metadata=task_metadata(self.context_id, ids, resume_token),
+                               at=at)
+        done_meta = task_metadata(self.context_id, [], None)
         if status is RunStatus.FAILED:
             rejected = _rejection(error)
             if rejected is not None:

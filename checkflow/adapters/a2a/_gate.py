@@ -37,7 +37,6 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
-from checkflow.adapters.a2a._events import pending_ids, resume_token_of
 from checkflow.adapters.a2a._executor import HostExecutor, PreparedRun
 from checkflow.adapters.a2a._ids import (
     MAX_ID,
@@ -46,7 +45,14 @@ from checkflow.adapters.a2a._ids import (
     principal_of,
     task_id_for,
 )
-from checkflow.adapters.a2a._parts import input_value, message_from_proto, python_value
+from checkflow.adapters.a2a._metadata import (
+    BRANCH_KEY,
+    client_meta,
+    error_data,
+    pending_ids,
+    resume_token_of,
+)
+from checkflow.adapters.a2a._parts import input_value, message_from_proto
 from checkflow.adapters.a2a._store import REQUEST_VIEWS, A2ATaskStore
 from checkflow.adapters.a2a._view import TASK_KEY, TaskView, origin_data, task_turns
 from checkflow.errors import (
@@ -75,7 +81,6 @@ BLOCKING: contextvars.ContextVar[bool] = contextvars.ContextVar("checkflow_a2a_b
 """Whether the request is a blocking ``SendMessage`` (the only one a direct reply answers)."""
 
 PROTOCOL = "a2a"
-BRANCH_KEY = "fromSnapshot"
 
 
 class Replayed(Exception):
@@ -115,7 +120,7 @@ def _already_answered(task_id: str, request_ids: Sequence[str], state: str | Non
         message=f"{where}: request(s) {', '.join(ids)} were already answered; to "
                 f"answer again from that pause, start a new task with metadata "
                 f"checkflow.{BRANCH_KEY} naming its snapshot",
-        data={"reason": "already_answered", "request_ids": ids})
+        data=error_data(reason="already_answered", request_ids=ids))
 
 
 def _asked(view: TaskView) -> set[str]:
@@ -154,10 +159,8 @@ def responses_for(view: TaskView, message: a2a_pb2.Message) -> dict[str, Any]:
 
 def _branch(message: a2a_pb2.Message) -> str | None:
     """The snapshot ``metadata.checkflow.fromSnapshot`` names (the explicit branch)."""
-    if not message.HasField("metadata"):
-        return None
-    meta = python_value(message.metadata).get("checkflow")
-    if not isinstance(meta, dict) or BRANCH_KEY not in meta:
+    meta = client_meta(message)
+    if BRANCH_KEY not in meta:
         return None
     snapshot = meta[BRANCH_KEY]
     if not isinstance(snapshot, str) or not snapshot:
@@ -307,7 +310,7 @@ class RunGate(RequestContextBuilder):
                 message=f"task {waiting} in context {context_id} is waiting for input: "
                         f"answer it with taskId {waiting} (or cancel it) before "
                         f"starting a new task there",
-                data={"waiting_task_id": waiting})
+                data=error_data(waiting_task_id=waiting))
         last = lineage[-1] if lineage else None
         if last is None or not last.checkpoint_id or not last.last_snapshot_id:
             return None
@@ -347,17 +350,17 @@ def _refusal(exc: BaseException, context_id: str, task_id: str) -> BaseException
         return UnsupportedOperationError(
             message=f"context {context_id} moved on before task {task_id} could start or "
                     f"continue (another request was first); read it again (GetTask)",
-            data={"reason": "TASK_ALREADY_CONTINUED"})
+            data=error_data(reason="TASK_ALREADY_CONTINUED"))
     if isinstance(exc, ConversationBusyError):
         return UnsupportedOperationError(
             message=f"context {context_id} is busy with another run; retry after "
                     f"{exc.retry_after:g} s",
-            data={"reason": "CONTEXT_BUSY", "retry_after": exc.retry_after})
+            data=error_data(reason="CONTEXT_BUSY", retry_after=exc.retry_after))
     if isinstance(exc, RequestNotPendingError):
         return _already_answered(task_id, exc.request_ids)
     if isinstance(exc, RecordTooLargeError):
-        return InvalidRequestError(message=str(exc), data={
-            "reason": "record_too_large", "size": exc.size, "limit": exc.limit})
+        return InvalidRequestError(message=str(exc), data=error_data(
+            reason="record_too_large", size=exc.size, limit=exc.limit))
     if isinstance(exc, InvalidMessageError | InvalidResponseError | ConversationNotFoundError
                   | SnapshotNotFoundError | TypeError | ValueError):
         return InvalidParamsError(message=str(exc))

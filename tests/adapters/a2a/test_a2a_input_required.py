@@ -27,12 +27,12 @@ COMPLETED = a2a_pb2.TASK_STATE_COMPLETED
 def pending_of(task: a2a_pb2.Task) -> list[dict[str, Any]]:
     data = [python_value(p.data) for p in task.status.message.parts
             if p.WhichOneof("content") == "data"]
-    return list(data[0]["pending_requests"])
+    return list(data[0]["pendingRequests"])
 
 
 def answer(task: a2a_pb2.Task, value: Any, *, with_context: bool = True) -> a2a_pb2.Message:
     (request,) = pending_of(task)
-    return user_message(a2a_pb2.Part(data=proto_value({request["request_id"]: value})),
+    return user_message(a2a_pb2.Part(data=proto_value({request["requestId"]: value})),
                         task_id=task.id, context_id=task.context_id if with_context else None)
 
 
@@ -42,10 +42,10 @@ async def test_a_pause_is_input_required_with_the_requests_and_the_resume_token(
     assert task.status.state == INPUT_REQUIRED
     (request,) = pending_of(task)
     assert request["data"] == {"question": "publish?"}
-    assert request["response_schema"] == {"type": "boolean"}
+    assert request["responseSchema"] == {"type": "boolean"}
     meta = python_value(task.metadata)["checkflow"]
-    assert meta["pending_request_ids"] == [request["request_id"]]
-    assert meta["resume_token"]["snapshot_id"] and meta["conversation_id"] == "c-ask"
+    assert meta["pendingRequestIds"] == [request["requestId"]]
+    assert meta["resumeToken"]["snapshotId"] and meta["conversationId"] == "c-ask"
 
 
 @pytest.mark.parametrize("with_context", [True, False], ids=["with-context", "task-only"])
@@ -57,7 +57,7 @@ async def test_continuing_the_task_by_id_completes_it(connect: ClientMaker,
     assert (done.id, done.context_id, done.status.state) == (paused.id, paused.context_id,
                                                              COMPLETED)
     assert [p.text for a in done.artifacts for p in a.parts] == ["published"]
-    assert python_value(done.metadata)["checkflow"]["resume_token"] is None
+    assert python_value(done.metadata)["checkflow"]["resumeToken"] is None
     users = [m for m in done.history if m.role == a2a_pb2.ROLE_USER]
     assert [m.message_id for m in users] == [paused.history[0].message_id,
                                              users[1].message_id]
@@ -102,7 +102,7 @@ async def test_an_answer_for_an_unknown_request_is_invalid_params_and_keeps_the_
     client = await connect()
     paused = await send_task(client, user_message("ask"))
     wrong = user_message(a2a_pb2.Part(data=proto_value({"nope": True, pending_of(paused)[0][
-        "request_id"]: True})), task_id=paused.id)
+        "requestId"]: True})), task_id=paused.id)
     with pytest.raises(InvalidParamsError, match="nope"):
         await send(client, wrong)
     with pytest.raises(InvalidParamsError, match="must be bool"):
@@ -174,9 +174,9 @@ async def test_a_context_paused_over_a2a_is_answered_through_the_native_api(
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE,
                                  headers={"authorization": "Bearer alice"}) as http:
         seen = (await http.get("/v1/conversations/native-1")).json()
-        assert request["request_id"] in {r["request_id"] for r in seen["pending_requests"]}
+        assert request["requestId"] in {r["request_id"] for r in seen["pending_requests"]}
         done = await http.post("/v1/conversations/native-1/runs",
-                               json={"responses": {request["request_id"]: True}})
+                               json={"responses": {request["requestId"]: True}})
     assert done.status_code == 200, done.text
     assert done.json()["outputs"] == ["published"]
 
@@ -189,7 +189,7 @@ async def test_a_task_answered_through_the_native_api_no_longer_blocks_its_conte
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE,
                                  headers={"authorization": "Bearer alice"}) as http:
         answered = await http.post("/v1/conversations/native-2/runs",
-                                   json={"responses": {request["request_id"]: True}})
+                                   json={"responses": {request["requestId"]: True}})
     assert answered.status_code == 200, answered.text
     # the native answer continues the task: the task shows it, and a late reply is refused
     done = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))

@@ -52,7 +52,7 @@ async def test_no_record_is_kept_beside_the_checkpoint(connect: ClientMaker,
                                                        host: WorkflowHost) -> None:
     client = await connect()
     paused = await send_task(client, user_message("ask", context_id="v-none"))
-    (rid,) = python_value(paused.metadata)["checkflow"]["pending_request_ids"]
+    (rid,) = python_value(paused.metadata)["checkflow"]["pendingRequestIds"]
     records = host.records("a2a")
     for key in (f"task/{paused.id}", "index", 'tasks:["all","","head"]'):
         assert await records.get(key, principal="alice") is None

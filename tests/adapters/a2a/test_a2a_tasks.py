@@ -99,7 +99,7 @@ async def test_cancelling_an_input_required_task_then_again(connect: ClientMaker
     # conversation with its request: the next task does not wait on it
     after = await send_task(client, user_message("hello", context_id="cancel-1"))
     assert after.id != paused.id and after.status.state == COMPLETED
-    assert python_value(after.metadata)["checkflow"]["pending_request_ids"] == []
+    assert python_value(after.metadata)["checkflow"]["pendingRequestIds"] == []
     assert [p.text for a in after.artifacts for p in a.parts] == ["hello back"]
 
 
@@ -148,7 +148,7 @@ async def test_subscribing_to_an_input_required_task_follows_its_continuation(
     subscribing = asyncio.create_task(_events(client.subscribe(
         a2a_pb2.SubscribeToTaskRequest(id=paused.id))))
     await asyncio.wait_for(followed.wait(), 10)
-    (request_id,) = python_value(paused.metadata)["checkflow"]["pending_request_ids"]
+    (request_id,) = python_value(paused.metadata)["checkflow"]["pendingRequestIds"]
     await send_task(await connect(), user_message(
         a2a_pb2.Part(data=proto_value({request_id: True})), task_id=paused.id))
     events = await asyncio.wait_for(subscribing, 10)

@@ -40,7 +40,7 @@ def meta(task: a2a_pb2.Task) -> dict[str, Any]:
 
 
 def request_id(task: a2a_pb2.Task) -> str:
-    (rid,) = meta(task)["pending_request_ids"]
+    (rid,) = meta(task)["pendingRequestIds"]
     return str(rid)
 
 
@@ -69,7 +69,7 @@ async def test_cancelling_an_input_required_task_leaves_no_request_behind(
     assert (await client.get_task(a2a_pb2.GetTaskRequest(id=before.id))).status.state == (
         COMPLETED)
     after = await send_task(client, user_message("hello", context_id="t-cancel"))
-    assert (after.status.state, texts(after), meta(after)["pending_request_ids"]) == (
+    assert (after.status.state, texts(after), meta(after)["pendingRequestIds"]) == (
         COMPLETED, ["hello back"], [])
 
 
@@ -161,7 +161,7 @@ async def test_a_branch_is_explicit_from_a_snapshot_and_a_new_task(
         connect: ClientMaker, gate: Gate, host: WorkflowHost) -> None:
     client = await connect()
     paused = await send_task(client, user_message("ask", context_id="t-branch"))
-    snapshot = meta(paused)["resume_token"]["snapshot_id"]
+    snapshot = meta(paused)["resumeToken"]["snapshotId"]
     assert texts(await send_task(client, answer(paused, True))) == ["published"]
     branch = user_message(a2a_pb2.Part(data=proto_value({request_id(paused): False})),
                           context_id="t-branch")
