@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 import checkflow.adapters
+from checkflow._extras import requires_extra
 from checkflow.cli._checkpoints import add_checkpoint_commands, run_checkpoints
 from checkflow.cli._conversations import add_conversation_commands, run_conversations
 from checkflow.cli._migrate import COMMAND as MIGRATE
@@ -130,13 +131,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         options = serve_options(args)
-        try:
+        with requires_extra("hosting", "serve"):
             from checkflow.cli._serve import run_serve  # needs uvicorn: only serve pays
-        except ModuleNotFoundError as exc:
-            if exc.name not in ("uvicorn", "starlette"):
-                raise
-            raise ImportError(f"serve needs {exc.name}: pip install 'checkflow[hosting]'"
-                              ) from exc
         run_serve(args.target, options)
         return 0
     if args.command == MIGRATE:
