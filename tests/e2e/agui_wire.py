@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["RESUME_VIOLATIONS", "parse_sse"]
+__all__ = ["RESUME_VIOLATIONS", "parse_sse", "untimed"]
 
 
 def parse_sse(text: str) -> list[dict[str, Any]]:
@@ -20,6 +20,11 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
         if data:
             events.append(json.loads("\n".join(data)))
     return events
+
+
+def untimed(event: dict[str, Any]) -> dict[str, Any]:
+    """An event without its ``timestamp`` (when it was made), to compare what it says."""
+    return {k: v for k, v in event.items() if k != "timestamp"}
 
 
 def _answer(interrupt_id: str, payload: Any = 1, status: str = "resolved") -> dict[str, Any]:

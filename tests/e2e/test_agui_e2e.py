@@ -97,6 +97,23 @@ def test_a_plain_turn_lands_in_agent_messages(start_server: Any, drive: Any) -> 
     assert result["errors"] == []
 
 
+def test_every_event_the_client_reads_carries_a_millisecond_timestamp(
+    start_server: Any, drive: Any
+) -> None:
+    server = serve(start_server, "approval")
+    before = time.time_ns() // 1_000_000
+    result = drive(server.url, "pause-resume", text="tea")
+    after = time.time_ns() // 1_000_000
+    paused, resumed = result["runs"]
+    assert_well_formed(paused)
+    assert_well_formed(resumed)
+    stamps = paused["stamps"] + resumed["stamps"]
+    assert [kind for kind, _ in stamps] == paused["events"] + resumed["events"]
+    for kind, stamp in stamps:
+        assert isinstance(stamp, int) and before <= stamp <= after, (kind, stamp)
+    assert result["errors"] == []
+
+
 def test_a_pause_then_a_restart_then_resume_with_the_client_helper(
     start_server: Any, drive: Any, tmp_path: Path
 ) -> None:

@@ -3,12 +3,15 @@
 ``RunTranslator`` is pure: it turns the events a hosted run yields (and how the run ended)
 into ``ag_ui.core`` event models in an order the AG-UI verifier accepts: ``RUN_STARTED``
 first, balanced ``STEP_*`` per superstep, balanced ``TEXT_MESSAGE_*`` triads, and exactly one
-terminal event (``RUN_FINISHED`` with its outcome, or ``RUN_ERROR``). This module must never
-do I/O, touch a host or know about HTTP.
+terminal event (``RUN_FINISHED`` with its outcome, or ``RUN_ERROR``). Every event carries
+``timestamp`` (milliseconds since the Unix epoch, what every AG-UI SDK sets): the workflow
+event's own time when it has one, else the translator's clock when the event is made. This
+module must never do I/O, touch a host or know about HTTP.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -51,6 +54,7 @@ OUTPUT_EVENT_NAME = "checkflow:output"
 """The ``CUSTOM`` event name for an output that is not text."""
 
 _TEXT_ROLES = {"assistant", "user", "system"}
+_TRANSLATED = (SuperstepStartedEvent, SuperstepCompletedEvent, AgentRunUpdateEvent, OutputEvent)
 _PROMPT_KEYS = ("message", "question", "prompt", "text")
 
 
@@ -66,18 +70,26 @@ def interrupt_message(data: Any) -> str | None:
     return None
 
 
-def _millis(event: WorkflowEvent) -> int | None:
-    if event.sequence <= 0:  # not emitted by a run (sequences start at 1): no time to show
-        return None
-    return int(event.timestamp.timestamp() * 1000)
+def now_millis() -> int:
+    """Milliseconds since the Unix epoch: the unit of an AG-UI ``timestamp``."""
+    return time.time_ns() // 1_000_000
+
+
+def _stamp(events: list[BaseEvent], millis: int) -> list[BaseEvent]:
+    for event in events:
+        if event.timestamp is None:
+            event.timestamp = millis
+    return events
 
 
 class RunTranslator:
     """Translates one run's workflow events into AG-UI events, keeping every triad balanced.
 
     ``to_json`` turns output data into JSON-native values (the hosting toolkit's
-    ``jsonable``); ``new_id`` makes message ids. ``messages`` lists, as AG-UI message dicts,
-    every text message this run emitted, for the ``MESSAGES_SNAPSHOT`` before the end.
+    ``jsonable``); ``new_id`` makes message ids; ``clock`` gives the ``timestamp`` (ms) of an
+    event with no workflow event behind it, or whose workflow event was not stamped by a
+    run (a replay's, a follower's). ``messages`` lists, as AG-UI message dicts, every text
+    message this run emitted, for the ``MESSAGES_SNAPSHOT`` before the end.
     """
 
     def __init__(
@@ -87,12 +99,14 @@ class RunTranslator:
         *,
         to_json: Callable[[Any], Any] = lambda value: value,
         new_id: Callable[[], str] = lambda: f"msg-{uuid.uuid4().hex}",
+        clock: Callable[[], int] = now_millis,
     ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
         self.messages: list[dict[str, Any]] = []
         self._to_json = to_json
         self._new_id = new_id
+        self._clock = clock
         self._step: str | None = None
         self._open: dict[str, tuple[str, str]] = {}  # executor id -> (message id, role)
         self._streamed: set[str] = set()  # executors whose deltas already showed their reply
@@ -108,24 +122,32 @@ class RunTranslator:
     def started(self) -> RunStartedEvent:
         """``RUN_STARTED``: declares protocol 1.0 and echoes the ids exactly as sent."""
         return RunStartedEvent(
-            thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION
+            thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION,
+            timestamp=self._clock(),
         )
 
+    def _millis(self, event: WorkflowEvent) -> int:
+        seconds = event.timestamp.timestamp()
+        if event.sequence <= 0 or seconds <= 0:  # not stamped by a run: made now
+            return self._clock()
+        return int(seconds * 1000)
+
     def translate(self, event: WorkflowEvent) -> list[BaseEvent]:
-        """The AG-UI events for one workflow event (often none)."""
-        stamp = _millis(event)
+        """The AG-UI events for one workflow event (often none), stamped with its time."""
+        if not isinstance(event, _TRANSLATED):
+            return []
+        stamp = self._millis(event)
         if isinstance(event, SuperstepStartedEvent):
             out = self._close_step()
             self._step = f"superstep-{event.superstep}"
-            out.append(StepStartedEvent(step_name=self._step, timestamp=stamp))
-            return out
-        if isinstance(event, SuperstepCompletedEvent):
-            return self._close_step(stamp)
-        if isinstance(event, AgentRunUpdateEvent):
-            return self._delta(event.executor_id, event.update.role, event.update.text, stamp)
-        if isinstance(event, OutputEvent):
-            return self._output(event.executor_id, event.data, stamp)
-        return []
+            out.append(StepStartedEvent(step_name=self._step))
+        elif isinstance(event, SuperstepCompletedEvent):
+            out = self._close_step()
+        elif isinstance(event, AgentRunUpdateEvent):
+            out = self._delta(event.executor_id, event.update.role, event.update.text)
+        else:
+            out = self._output(event.executor_id, event.data)
+        return _stamp(out, stamp)
 
     def finish(
         self,
@@ -138,9 +160,10 @@ class RunTranslator:
     ) -> list[BaseEvent]:
         """The end of a run that did not fail: snapshots, then ``RUN_FINISHED`` with its outcome.
 
-        ``pending`` holds the hosting toolkit's pending views (``request_id``, ``data``,
-        ``response_schema``, ``source_executor_id``); ``transcript`` the thread's messages
-        (this run's own text messages are appended to it, unless it lists them already).
+        The events are stamped now (``clock``). ``pending`` holds the hosting toolkit's
+        pending views (``request_id``, ``data``, ``response_schema``, ``source_executor_id``);
+        ``transcript`` the thread's messages (this run's own text messages are appended to it,
+        unless it lists them already).
         """
         out = self._close_step()
         if state is not None:
@@ -160,7 +183,7 @@ class RunTranslator:
         out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id,
                                     outcome=outcome))
         self.finished = True
-        return out
+        return _stamp(out, self._clock())
 
     def error(self, code: str, message: str,
               transcript: Sequence[Mapping[str, Any]] | None = None) -> list[BaseEvent]:
@@ -171,7 +194,7 @@ class RunTranslator:
             out.append(MessagesSnapshotEvent.model_validate({"messages": list(transcript)}))
         out.append(RunErrorEvent(code=code, message=message))
         self.finished = True
-        return out
+        return _stamp(out, self._clock())
 
     @staticmethod
     def interrupt(view: Mapping[str, Any], resume_token: Mapping[str, Any] | None) -> Interrupt:
@@ -193,31 +216,29 @@ class RunTranslator:
 
     # -- text ------------------------------------------------------------------------------
 
-    def _delta(self, executor_id: str, role: str, text: str, stamp: int | None) -> list[BaseEvent]:
+    def _delta(self, executor_id: str, role: str, text: str) -> list[BaseEvent]:
         out: list[BaseEvent] = []
         current = self._open.get(executor_id)
         if current is not None and current[1] != role:
-            out.extend(self._end(executor_id, stamp))
+            out.extend(self._end(executor_id))
             current = None
         if not text:
             return out
         if current is None:
-            out.extend(self._start(executor_id, role if role in _TEXT_ROLES else "assistant",
-                                   stamp))
+            out.extend(self._start(executor_id, role if role in _TEXT_ROLES else "assistant"))
         message_id, _ = self._open[executor_id]
         self._texts[message_id].append(text)
-        out.append(TextMessageContentEvent(message_id=message_id, delta=text, timestamp=stamp))
+        out.append(TextMessageContentEvent(message_id=message_id, delta=text))
         self._streamed.add(executor_id)
         return out
 
-    def _start(self, executor_id: str, role: str, stamp: int | None) -> list[BaseEvent]:
+    def _start(self, executor_id: str, role: str) -> list[BaseEvent]:
         message_id = self._new_id()
         self._open[executor_id] = (message_id, role)
         self._texts[message_id] = []
-        return [TextMessageStartEvent(message_id=message_id, role=role,  # type: ignore[arg-type]
-                                      timestamp=stamp)]
+        return [TextMessageStartEvent(message_id=message_id, role=role)]  # type: ignore[arg-type]
 
-    def _end(self, executor_id: str, stamp: int | None = None) -> list[BaseEvent]:
+    def _end(self, executor_id: str) -> list[BaseEvent]:
         opened = self._open.pop(executor_id, None)
         if opened is None:
             return []
@@ -225,48 +246,45 @@ class RunTranslator:
         self.messages.append(
             {"id": message_id, "role": role, "content": "".join(self._texts.pop(message_id))}
         )
-        return [TextMessageEndEvent(message_id=message_id, timestamp=stamp)]
+        return [TextMessageEndEvent(message_id=message_id)]
 
-    def _whole(self, executor_id: str, role: str, text: str, stamp: int | None) -> list[BaseEvent]:
-        out = self._end(executor_id, stamp)
-        out.extend(self._start(executor_id, role, stamp))
+    def _whole(self, executor_id: str, role: str, text: str) -> list[BaseEvent]:
+        out = self._end(executor_id)
+        out.extend(self._start(executor_id, role))
         message_id, _ = self._open[executor_id]
         if text:
             self._texts[message_id].append(text)
-            out.append(TextMessageContentEvent(message_id=message_id, delta=text,
-                                               timestamp=stamp))
-        out.extend(self._end(executor_id, stamp))
+            out.append(TextMessageContentEvent(message_id=message_id, delta=text))
+        out.extend(self._end(executor_id))
         return out
 
-    def _output(self, executor_id: str, data: Any, stamp: int | None) -> list[BaseEvent]:
+    def _output(self, executor_id: str, data: Any) -> list[BaseEvent]:
         if isinstance(data, str):
-            return self._whole(executor_id, "assistant", data, stamp)
+            return self._whole(executor_id, "assistant", data)
         if isinstance(data, ChatMessage) and data.role in _TEXT_ROLES and data.text:
-            return self._whole(executor_id, data.role, data.text, stamp)
+            return self._whole(executor_id, data.role, data.text)
         if isinstance(data, AgentResponse) and data.text:
             if executor_id in self._streamed:  # its deltas already were the message
                 self._streamed.discard(executor_id)
-                return self._end(executor_id, stamp)
-            return self._messages(executor_id, data.messages, stamp)
-        out = self._end(executor_id, stamp)
+                return self._end(executor_id)
+            return self._messages(executor_id, data.messages)
+        out = self._end(executor_id)
         value = {"executorId": executor_id, "data": self._to_json(data)}
-        out.append(CustomEvent(name=OUTPUT_EVENT_NAME, value=value, timestamp=stamp))
+        out.append(CustomEvent(name=OUTPUT_EVENT_NAME, value=value))
         return out
 
-    def _messages(
-        self, executor_id: str, messages: Iterable[ChatMessage], stamp: int | None
-    ) -> list[BaseEvent]:
+    def _messages(self, executor_id: str, messages: Iterable[ChatMessage]) -> list[BaseEvent]:
         out: list[BaseEvent] = []
         for message in messages:
             if message.text and message.role in _TEXT_ROLES:
-                out.extend(self._whole(executor_id, message.role, message.text, stamp))
+                out.extend(self._whole(executor_id, message.role, message.text))
         return out
 
-    def _close_step(self, stamp: int | None = None) -> list[BaseEvent]:
+    def _close_step(self) -> list[BaseEvent]:
         out: list[BaseEvent] = []
         for executor_id in list(self._open):
-            out.extend(self._end(executor_id, stamp))
+            out.extend(self._end(executor_id))
         if self._step is not None:
-            out.append(StepFinishedEvent(step_name=self._step, timestamp=stamp))
+            out.append(StepFinishedEvent(step_name=self._step))
             self._step = None
         return out

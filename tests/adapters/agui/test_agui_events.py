@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from ag_ui.core import Event
+from pydantic import TypeAdapter
 
 from checkflow.adapters.agui._events import RunTranslator, interrupt_message
 from checkflow.agents import (
@@ -24,10 +27,17 @@ from checkflow.workflows import (
     SuperstepStartedEvent,
 )
 
+NOW = 1_796_000_000_123
+"""The translators' clock here (ms): what an event with no run-stamped time carries."""
+
+
+EVENT: TypeAdapter[Any] = TypeAdapter(Event)
+
 
 def _translator() -> RunTranslator:
     counter = itertools.count(1)
-    return RunTranslator("thread-1", "run-1", new_id=lambda: f"m{next(counter)}")
+    return RunTranslator("thread-1", "run-1", new_id=lambda: f"m{next(counter)}",
+                         clock=lambda: NOW)
 
 
 def _wire(events: list[Any]) -> list[dict[str, Any]]:
@@ -47,9 +57,10 @@ def _superstep(t: RunTranslator, n: int, *inner: Any) -> list[Any]:
 
 
 def test_run_started_declares_protocol_1_0_and_echoes_the_ids() -> None:
-    started = RunTranslator("t-9", "r-9").started().model_dump(mode="json", by_alias=True)
+    started = RunTranslator("t-9", "r-9", clock=lambda: NOW).started().model_dump(
+        mode="json", by_alias=True)
     assert started == {"type": "RUN_STARTED", "threadId": "t-9", "runId": "r-9",
-                       "protocolVersion": "1.0"}
+                       "protocolVersion": "1.0", "timestamp": NOW}
 
 
 def test_each_superstep_is_a_balanced_step() -> None:
@@ -65,7 +76,7 @@ def test_a_str_output_is_one_text_message_triad() -> None:
     assert _types(events) == ["STEP_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
                               "TEXT_MESSAGE_END", "STEP_FINISHED"]
     assert _wire(events)[1] == {"type": "TEXT_MESSAGE_START", "messageId": "m1",
-                                "role": "assistant"}
+                                "role": "assistant", "timestamp": NOW}
     assert events[2].delta == "HELLO"
     assert t.messages == [{"id": "m1", "role": "assistant", "content": "HELLO"}]
 
@@ -103,11 +114,13 @@ def test_an_agent_response_that_was_not_streamed_becomes_one_triad_per_message()
 
 
 def test_a_non_text_output_is_a_custom_event_with_json_data() -> None:
-    t = RunTranslator("t", "r", to_json=lambda value: {"wrapped": repr(value)})
+    t = RunTranslator("t", "r", to_json=lambda value: {"wrapped": repr(value)},
+                      clock=lambda: NOW)
     events = _superstep(t, 1, OutputEvent("calc", 42))
     custom = _wire(events)[1]
     assert custom == {"type": "CUSTOM", "name": "checkflow:output",
-                      "value": {"executorId": "calc", "data": {"wrapped": "42"}}}
+                      "value": {"executorId": "calc", "data": {"wrapped": "42"}},
+                      "timestamp": NOW}
     assert t.messages == []
 
 
@@ -128,7 +141,7 @@ def test_finish_idle_sends_the_snapshots_then_success_last() -> None:
     assert wire[0]["snapshot"] == {"k": 1}
     assert [m["id"] for m in wire[1]["messages"]] == ["u1", "m1"]
     assert wire[2] == {"type": "RUN_FINISHED", "threadId": "thread-1", "runId": "run-1",
-                       "outcome": {"type": "success"}}
+                       "outcome": {"type": "success"}, "timestamp": NOW}
     assert t.finished
 
 
@@ -172,7 +185,7 @@ def test_error_closes_open_triads_then_ends_with_run_error() -> None:
     events = t.error("workflow_failed", "boom")
     assert _types(events) == ["TEXT_MESSAGE_END", "STEP_FINISHED", "RUN_ERROR"]
     assert _wire(events)[-1] == {"type": "RUN_ERROR", "message": "boom",
-                                 "code": "workflow_failed"}
+                                 "code": "workflow_failed", "timestamp": NOW}
 
 
 def test_a_stamped_event_carries_its_emission_time_in_milliseconds() -> None:
@@ -182,6 +195,42 @@ def test_a_stamped_event_carries_its_emission_time_in_milliseconds() -> None:
     (started,) = t.translate(event)
     assert started.timestamp == int(event.timestamp.timestamp() * 1000)
     assert started.timestamp % 1000 == 250
+
+
+def test_every_event_of_every_ending_carries_a_timestamp_the_models_accept() -> None:
+    views = [{"request_id": "req-a", "data": "ok?", "response_schema": {"type": "boolean"},
+              "source_executor_id": "reviewer"}]
+    endings = [
+        lambda t: t.finish(RunStatus.IDLE, transcript=[], state={"k": 1}),
+        lambda t: t.finish(RunStatus.AWAITING_RESPONSES, pending=views),
+        lambda t: t.finish(RunStatus.CANCELLED),
+        lambda t: t.error("workflow_failed", "boom", transcript=[]),
+    ]
+    for end in endings:
+        t = _translator()
+        update = AgentRunUpdateEvent("a", AgentResponseUpdate((TextContent("x"),)))
+        stamped = OutputEvent("f", "done", sequence=4)
+        stamped.timestamp = datetime(2026, 12, 1, tzinfo=UTC)
+        events = [t.started(), *t.translate(SuperstepStartedEvent(superstep=1)),
+                  *t.translate(update), *t.translate(stamped), *end(t)]
+        for wire in _wire(events):
+            parsed = EVENT.validate_python(wire)  # the AG-UI 1.0 models, as a consumer reads it
+            assert isinstance(parsed.timestamp, int), wire
+            expected = 1_796_083_200_000 if wire.get("messageId") == "m2" else NOW
+            assert parsed.timestamp == expected, wire  # the output's own time, else now
+
+
+def test_a_followed_event_numbered_but_never_stamped_by_a_run_is_stamped_now() -> None:
+    t = _translator()
+    followed = OutputEvent("", "told", sequence=5)  # how a follower elsewhere numbers events
+    assert {e.timestamp for e in t.translate(followed)} == {NOW}
+
+
+def test_the_default_clock_is_milliseconds_since_the_epoch() -> None:
+    before = time.time_ns() // 1_000_000
+    stamp = RunTranslator("t", "r").started().timestamp
+    after = time.time_ns() // 1_000_000
+    assert stamp is not None and before <= stamp <= after
 
 
 def test_no_event_carries_a_null_optional() -> None:

@@ -6,7 +6,8 @@
 // pendingInterrupts, errors}. Each entry of `runs` records one runAgent() call: its runId,
 // the event types the client saw (after its own verifier), the RUN_ERROR events, the
 // RUN_FINISHED outcome, the MESSAGES_SNAPSHOT message lists (`snapshots`), the text deltas
-// (`deltas`), and the rejection (HTTP status + payload) if runAgent() threw.
+// (`deltas`), each event's `timestamp` as the client read it (`stamps`: [type, timestamp]),
+// and the rejection (HTTP status + payload) if runAgent() threw.
 // The pytest side asserts on that line; this script decides nothing about pass or fail.
 //
 // `input` (all optional): threadId, text, texts, answers ([{status, payload}] in interrupt
@@ -39,10 +40,11 @@ function userMessage(text) {
 async function run(agent, parameters = {}, startedMarker = undefined, textMarker = undefined) {
   const runId = parameters.runId ?? randomUUID();
   const record = { runId, events: [], runErrors: [], outcome: null, rejected: null,
-                   snapshots: [], deltas: [] };
+                   snapshots: [], deltas: [], stamps: [] };
   const subscriber = {
     onEvent: ({ event }) => {
       record.events.push(event.type);
+      record.stamps.push([event.type, event.timestamp ?? null]);
     },
     onRunStartedEvent: () => {
       if (startedMarker) writeFileSync(startedMarker, "started");
