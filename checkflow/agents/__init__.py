@@ -32,7 +32,7 @@ from checkflow.agents._session_checkpoint import (
     load_session_checkpoint,
     store_session_checkpoint,
 )
-from checkflow.agents._types import AgentResponse, AgentResponseUpdate
+from checkflow.agents._types import AgentResponse, AgentResponseUpdate, UsageDetails
 from checkflow.agents._workflow_agent import WorkflowAgent
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ __all__ = [
     "SequentialBuilder",
     "SessionCheckpoint",
     "TextContent",
+    "UsageDetails",
     "UserInputRequestContent",
     "WorkflowAgent",
     "load_session_checkpoint",

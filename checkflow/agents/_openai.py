@@ -32,7 +32,7 @@ from checkflow.agents._openai_wire import (
     message_contents,
     to_wire_messages,
 )
-from checkflow.agents._types import AgentResponse, AgentResponseUpdate
+from checkflow.agents._types import AgentResponse, AgentResponseUpdate, UsageDetails
 from checkflow.errors import AgentServiceError
 from checkflow.sessions import AgentSession
 
@@ -120,7 +120,8 @@ class OpenAIChatAgent(BaseAgent):
             raise AgentServiceError(f"{self._url}: the completion has no choices")
         reply = ChatMessage("assistant", message_contents(completion.choices[0].message))
         append_history(session, [*messages, reply])
-        return AgentResponse(messages=[reply], author_name=self.name)
+        usage = None if completion.usage is None else completion.usage.details()
+        return AgentResponse(messages=[reply], author_name=self.name, usage=usage)
 
     async def _stream(
         self, messages: list[ChatMessage], session: AgentSession
@@ -128,6 +129,7 @@ class OpenAIChatAgent(BaseAgent):
         body = self._body([*get_history(session), *messages], stream=True)
         text: list[str] = []
         tool_calls = ToolCallAccumulator()
+        usage: list[UsageDetails] = []
         attempt = 0
         while True:
             try:
@@ -141,7 +143,8 @@ class OpenAIChatAgent(BaseAgent):
                         await response.aread()
                         raise _service_error(response)
                     else:
-                        async for update in self._read_stream(response, text, tool_calls):
+                        async for update in self._read_stream(response, text, tool_calls,
+                                                              usage):
                             yield update
                         break
             except httpx.TransportError as exc:
@@ -157,14 +160,20 @@ class OpenAIChatAgent(BaseAgent):
         calls = tool_calls.calls()
         if calls:
             yield AgentResponseUpdate(tuple(calls), "assistant", self.name)
+        if usage:
+            yield AgentResponseUpdate((), "assistant", self.name, usage[-1])
         contents: list[Content] = [TextContent("".join(text))] if text else []
         append_history(session, [*messages, ChatMessage("assistant", [*contents, *calls])])
 
     async def _read_stream(
-        self, response: httpx.Response, text: list[str], tool_calls: ToolCallAccumulator
+        self, response: httpx.Response, text: list[str], tool_calls: ToolCallAccumulator,
+        usage: list[UsageDetails],
     ) -> AsyncIterator[AgentResponseUpdate]:
-        """The text updates of one streamed reply (tool calls accumulate in ``tool_calls``)."""
+        """The text updates of one streamed reply (tool calls accumulate in ``tool_calls``,
+        the usage the last chunk reports in ``usage``)."""
         async for chunk in _sse_chunks(response, self._url):
+            if chunk.usage is not None:
+                usage.append(chunk.usage.details())
             delta = chunk.delta
             if delta is None:
                 continue
@@ -190,6 +199,7 @@ class OpenAIChatAgent(BaseAgent):
             body["tools"] = self.tools
         if stream:
             body["stream"] = True
+            body["stream_options"] = {"include_usage": True}  # a last chunk with the usage
         return body
 
     def _headers(self) -> dict[str, str]:

@@ -19,12 +19,14 @@ from checkflow.agents._messages import (
     TextContent,
     UserInputRequestContent,
 )
+from checkflow.agents._types import UsageDetails
 from checkflow.errors import AgentError, AgentServiceError
 
 __all__ = [
     "ChatCompletion",
     "ChatCompletionChunk",
     "ToolCallAccumulator",
+    "Usage",
     "message_contents",
     "to_wire_messages",
 ]
@@ -52,10 +54,39 @@ class _Choice(msgspec.Struct):
     finish_reason: str | None = None
 
 
+class _PromptDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+
+
+class _CompletionDetails(msgspec.Struct):
+    reasoning_tokens: int | None = None
+
+
+class Usage(msgspec.Struct):
+    """``usage`` of a completion (or of a stream's last chunk, with ``include_usage``)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+
+    def details(self) -> UsageDetails:
+        """The counts as an ``AgentResponse`` carries them."""
+        cached = self.prompt_tokens_details.cached_tokens if self.prompt_tokens_details else 0
+        reasoning = (self.completion_tokens_details.reasoning_tokens
+                     if self.completion_tokens_details else 0)
+        total = self.total_tokens
+        return UsageDetails(self.prompt_tokens, self.completion_tokens,
+                            self.prompt_tokens + self.completion_tokens if total is None
+                            else total, cached or 0, reasoning or 0)
+
+
 class ChatCompletion(msgspec.Struct):
     """A non-streamed response (only the fields we use)."""
 
     choices: list[_Choice]
+    usage: Usage | None = None
 
 
 class _DeltaToolCall(msgspec.Struct):
@@ -78,6 +109,7 @@ class ChatCompletionChunk(msgspec.Struct):
     """One ``data:`` event of a streamed response."""
 
     choices: list[_ChunkChoice] = []
+    usage: Usage | None = None
 
     @property
     def delta(self) -> _Delta | None:

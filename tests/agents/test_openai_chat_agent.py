@@ -19,6 +19,7 @@ from checkflow.agents import (
     FunctionResultContent,
     OpenAIChatAgent,
     TextContent,
+    UsageDetails,
     UserInputRequestContent,
 )
 from checkflow.errors import AgentError, AgentServiceError
@@ -320,3 +321,38 @@ async def test_function_results_are_sent_before_text_in_the_same_message(
         {"role": "tool", "tool_call_id": "c1", "content": "42"},
         {"role": "user", "content": "also, hurry"},
     ]
+
+
+USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18,
+         "prompt_tokens_details": {"cached_tokens": 3},
+         "completion_tokens_details": {"reasoning_tokens": 2}}
+
+
+async def test_a_reply_carries_the_usage_the_service_reported(
+    agent: OpenAIChatAgent, endpoint: respx.Route
+) -> None:
+    endpoint.respond(json={**completion("Hi"), "usage": USAGE})
+    response = await agent.run("hi")
+    assert response.usage == UsageDetails(11, 7, 18, cached_input_tokens=3, reasoning_tokens=2)
+    endpoint.respond(json=completion("Hi"))
+    assert (await agent.run("again")).usage is None  # a service that reports none
+
+
+async def test_a_streamed_reply_asks_for_usage_and_reports_it_on_a_last_update(
+    agent: OpenAIChatAgent, endpoint: respx.Route
+) -> None:
+    endpoint.respond(
+        content=sse(delta(content="Hel"), delta(content="lo"),
+                    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                    {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}),
+        headers={"content-type": "text/event-stream"},
+    )
+    session = agent.create_session()
+    updates = [u async for u in agent.run("hi", session=session, stream=True)]
+    assert sent(endpoint)["stream_options"] == {"include_usage": True}
+    assert [u.text for u in updates] == ["Hel", "lo", ""]
+    assert updates[-1].usage == UsageDetails(5, 2, 7) and updates[-1].contents == ()
+    whole = AgentResponse.from_updates(updates)
+    assert whole.text == "Hello" and whole.usage == UsageDetails(5, 2, 7)
+    assert session.state["messages"][-1] == ChatMessage("assistant", "Hello")  # no usage kept
+    assert whole.to_updates()[-1].usage == UsageDetails(5, 2, 7)

@@ -173,7 +173,7 @@ class FoundryAdapter:
                 if not parsed.stream:
                     return json_response(started)
                 return sse_response(_sse(await service.replay(started["id"], plan.principal,
-                                                              0)))
+                                                              -1)))
             if parsed.stream:
                 return sse_response(_sse(await service.create_stream(plan)))
             return json_response(await service.create(plan))
@@ -182,7 +182,8 @@ class FoundryAdapter:
             response_id = request.path_params["response_id"]
             principal = self._principal(request)
             if request.query_params.get("stream", "false").lower() == "true":
-                after = _int_query(request, "starting_after", 0, 0, 2**62)
+                # events are numbered from 0: the default -1 replays them all (as Foundry's)
+                after = _int_query(request, "starting_after", -1, -1, 2**62)
                 return sse_response(_sse(await service.replay(response_id, principal, after)))
             return json_response(await service.retrieve(response_id, principal))
 

@@ -1,10 +1,11 @@
 """One response's stream of Responses events, numbered and balanced by construction.
 
-``EventBuilder`` hands out ``sequence_number``s strictly increasing from 1, gives every output
-item one identity at one ``output_index``, closes every ``added`` with its ``done`` and ends
-with exactly one terminal event; asking for anything out of order raises ``RuntimeError``
-(a bug in the adapter, never a client's fault). It keeps the finished items, which are the
-Response's ``output``. This module must never call the host or touch storage.
+``EventBuilder`` hands out ``sequence_number``s strictly increasing from 0 (as OpenAI and
+Foundry number them, so ``starting_after=N`` skips the same events there and here), gives
+every output item one identity at one ``output_index``, closes every ``added`` with its
+``done`` and ends with exactly one terminal event; asking for anything out of order raises
+``RuntimeError`` (a bug in the adapter, never a client's fault). It keeps the finished items,
+which are the Response's ``output``. This module must never call the host or touch storage.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class EventBuilder:
         self.response_id = response_id
         self.output: list[dict[str, Any]] = []
         self.events: list[Event] = []
-        self._sequence = 0
+        self._sequence = -1
         self._open: dict[str, Any] | None = None
         self._text: list[str] = []
         self._started = False
@@ -39,7 +40,7 @@ class EventBuilder:
 
     @property
     def sequence(self) -> int:
-        """The number of the last event built (0 before the first)."""
+        """The number of the last event built (-1 before the first)."""
         return self._sequence
 
     @property
@@ -131,7 +132,8 @@ class EventBuilder:
         events = [
             self._emit("response.output_item.added", output_index=index, item=opening),
             self._emit("response.function_call_arguments.delta", delta=arguments, **ids),
-            self._emit("response.function_call_arguments.done", arguments=arguments, **ids),
+            self._emit("response.function_call_arguments.done", name=item["name"],
+                       arguments=arguments, **ids),
             self._emit("response.output_item.done", output_index=index,
                        item=copy.deepcopy(item)),
         ]

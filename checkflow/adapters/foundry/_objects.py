@@ -9,9 +9,14 @@ items). This module must never call the host or touch storage.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import secrets
+from collections.abc import Iterable
 from typing import Any
+
+from checkflow.agents import AgentResponse
 
 __all__ = [
     "REQUEST_INFO",
@@ -21,18 +26,30 @@ __all__ = [
     "new_id",
     "request_arguments",
     "response_object",
+    "usage_of",
 ]
 
 REQUEST_INFO = "request_info"
 """The function name under which a workflow's pending requests are shown."""
 
 
-
-def _usage() -> dict[str, Any]:
-    """Token counts: a workflow spends none of its own (zeros, every field present)."""
-    return {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-            "output_tokens_details": {"reasoning_tokens": 0}}
+def usage_of(outputs: Iterable[Any]) -> dict[str, Any] | None:
+    """The Responses ``usage`` of a turn: the tokens its agents reported, added up (every
+    ``AgentResponse`` among its outputs that carries a usage), or ``None`` when none did (as
+    OpenAI shows a response still running and Foundry's host one whose handler reported
+    none: a count of zero would claim that nothing was spent)."""
+    reported = [o.usage for o in outputs if isinstance(o, AgentResponse)
+                and o.usage is not None]
+    if not reported:
+        return None
+    usage = functools.reduce(operator.add, reported)
+    return {"input_tokens": usage.input_tokens,
+            # cache writes: Chat Completions reports none (the openai types require the key)
+            "input_tokens_details": {"cached_tokens": usage.cached_input_tokens,
+                                     "cache_write_tokens": 0},
+            "output_tokens": usage.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+            "total_tokens": usage.total_tokens}
 
 
 def new_id(prefix: str) -> str:
@@ -83,13 +100,15 @@ def response_object(
     completed_at: int | None = None,
     error: dict[str, Any] | None = None,
     incomplete_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A complete Response object: every field the schema requires, in the OpenAI shape."""
+    """A complete Response object: every field the schema requires, in the OpenAI shape
+    (``completed_at`` only on a completed one, as OpenAI and Foundry show it)."""
     return {
         "id": id,
         "object": "response",
         "created_at": created_at,
-        "completed_at": completed_at,
+        "completed_at": completed_at if status == "completed" else None,
         "status": status,
         "incomplete_details": ({"reason": incomplete_reason}
                                if incomplete_reason is not None else None),
@@ -109,7 +128,7 @@ def response_object(
         "top_logprobs": 0,
         "temperature": 1.0,
         "reasoning": None,
-        "usage": _usage() if status in ("completed", "failed", "incomplete", "cancelled") else None,
+        "usage": usage,
         "max_output_tokens": None,
         "max_tool_calls": None,
         "store": store,

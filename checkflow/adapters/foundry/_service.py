@@ -426,7 +426,7 @@ class ResponsesService:
         except SessionConflictError:  # deleted meanwhile
             raise ResponsesError(404, f"no response with id {id!r}", param="response_id",
                                  code="response_not_found") from None
-        return {"id": id, "object": "response.deleted", "deleted": True}
+        return {"id": id, "object": "response", "deleted": True}  # OpenAI's and Foundry's
 
     async def input_items(self, id: str, principal: str | None, *, after: str | None,
                           limit: int, order: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from checkflow.adapters.foundry._events import Event, EventBuilder
-from checkflow.adapters.foundry._objects import item_id, response_object
+from checkflow.adapters.foundry._objects import item_id, response_object, usage_of
 from checkflow.adapters.foundry._origin import ResponseOrigin
 from checkflow.adapters.foundry._translate import RunTranslator, response_status
 from checkflow.hosting import TurnRecord
@@ -60,8 +60,8 @@ class ResponseView:
         self.origin = origin
 
     def body(self, status: str, output: Iterable[dict[str, Any]] = (), *,
-             error: dict[str, Any] | None = None, completed_at: int | None = None
-             ) -> dict[str, Any]:
+             error: dict[str, Any] | None = None, completed_at: int | None = None,
+             usage: dict[str, Any] | None = None) -> dict[str, Any]:
         origin = self.origin
         return response_object(
             id=self.response_id, created_at=origin.created_at, status=status,
@@ -69,7 +69,8 @@ class ResponseView:
             previous_response_id=origin.previous_response_id,
             instructions=origin.instructions, metadata=origin.metadata, store=origin.store,
             background=origin.background, completed_at=completed_at, error=error,
-            incomplete_reason="max_output_tokens" if status == "incomplete" else None)
+            incomplete_reason="max_output_tokens" if status == "incomplete" else None,
+            usage=usage)
 
     def input_items(self) -> list[dict[str, Any]]:
         """The input items as sent, with their ids."""
@@ -115,11 +116,13 @@ class LiveEvents:
     def finish(self, record: TurnRecord) -> list[Event]:
         """The closing events: what is still pending, then the terminal event."""
         status = status_of(record)
-        pending = record.pending_requests if record.state == "committed" else {}
+        committed = record.state == "committed"
+        pending = record.pending_requests if committed else {}
+        usage = usage_of(record.outputs) if committed else None
 
         def final(output: list[dict[str, Any]]) -> dict[str, Any]:
             return self.view.body(status, output, error=error_of(record, status),
-                                  completed_at=_ended_at(record))
+                                  completed_at=_ended_at(record), usage=usage)
 
         return self.translator.finish(pending, final)
 

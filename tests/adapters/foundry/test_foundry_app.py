@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import openai
 import pytest
-import uvicorn
 from foundry_schema import assert_well_formed, validate_event, validate_response
+from foundry_serving import serving as _serving
 from openai import OpenAI
 
 from checkflow.adapters.foundry import FoundryAdapter, default_adapter, header_principal
@@ -26,30 +23,6 @@ from checkflow.agents import ChatMessage, ScriptedAgent
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
 from checkflow.sessions import InMemorySessionStore
 from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
-
-
-@contextmanager
-def _serving(app: Any) -> Iterator[str]:
-    """``app`` on a loopback port in a uvicorn thread; its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    ready = threading.Event()
-    for _ in range(1000):  # bounded: uvicorn starts in well under the 10 s this allows
-        if server.started:
-            ready.set()
-            break
-        ready.wait(0.01)
-    assert server.started, "uvicorn did not start"
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 def _client(url: str, **headers: str) -> OpenAI:

@@ -155,6 +155,20 @@ def test_a_pause_is_a_request_info_call_and_its_answer_completes_the_response(
     assert done["previous_response_id"] == paused["id"]
 
 
+def test_a_streamed_pause_names_its_function_in_the_arguments_done_event(
+    start_foundry: Start,
+) -> None:
+    client = _client(start_foundry())
+    with client.responses.stream(model="foundry-e2e", input="ask:dogs") as stream:
+        events = _events(stream)
+        final = stream.get_final_response()
+    assert_well_formed(events)
+    (done,) = [e for e in events if e["type"] == "response.function_call_arguments.done"]
+    (call,) = [item for item in final.output if item.type == "function_call"]
+    assert done["name"] == call.name == "request_info"
+    assert done["arguments"] == call.arguments and done["item_id"] == call.id
+
+
 def test_a_pause_survives_a_server_restart(start_foundry: Start) -> None:
     first = start_foundry()
     paused, call_id = _pause(_client(first))
@@ -297,7 +311,8 @@ def test_input_items_are_paged_in_either_order(start_foundry: Start) -> None:
 def test_a_deleted_response_is_gone(start_foundry: Start) -> None:
     client = _client(start_foundry())
     body = _create(client, input="x")
-    client.responses.delete(body["id"])
+    deleted = client.responses.with_raw_response.delete(body["id"]).http_response.json()
+    assert deleted == {"id": body["id"], "object": "response", "deleted": True}  # OpenAI's
     assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
         "response_not_found"
     _refused(lambda: client.responses.delete(body["id"]), 404)
@@ -356,7 +371,11 @@ def test_a_background_stream_is_replayed_after_starting_after_then_followed_live
     assert replayed[-1]["type"] == "response.completed"
     whole = _events(client.responses.retrieve(started["id"], stream=True))
     assert_well_formed(whole)
-    assert whole[4:] == replayed
+    assert [e["sequence_number"] for e in whole] == list(range(len(whole)))  # from 0
+    assert whole[5:] == replayed  # starting_after=4: the events numbered 5 on
+    after_created = _events(client.responses.retrieve(started["id"], stream=True,
+                                                      starting_after=0))
+    assert after_created == whole[1:]  # starting_after=0 skips response.created alone
     assert _text(whole[-1]["response"]) == "onetwo"
 
 

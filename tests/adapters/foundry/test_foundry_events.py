@@ -29,10 +29,10 @@ def _complete_stream(status: str = "completed") -> list[dict]:
     return events
 
 
-def test_a_full_stream_is_schema_valid_numbered_and_balanced() -> None:
+def test_a_full_stream_is_schema_valid_numbered_from_0_and_balanced() -> None:
     events = _complete_stream()
     assert_well_formed(events)
-    assert [e["sequence_number"] for e in events] == list(range(1, len(events) + 1))
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))  # as OpenAI
     final = events[-1]["response"]
     assert [item["type"] for item in final["output"]] == ["message", "message", "function_call"]
     assert final["output"][0]["content"][0]["text"] == "Hello"
@@ -96,3 +96,25 @@ def test_a_failed_response_with_its_error_is_a_valid_response() -> None:
                            conversation_id="c", completed_at=2,
                            error={"code": "server_error", "message": "boom"})
     assert validate_response(body).error is not None
+
+
+def test_the_arguments_done_event_names_the_function() -> None:
+    (done,) = [e for e in _complete_stream()
+               if e["type"] == "response.function_call_arguments.done"]
+    assert done["name"] == "request_info" and done["item_id"].startswith("fc_")
+
+
+def test_usage_is_null_until_reported_and_completed_at_only_on_a_completed_response() -> None:
+    usage = {"input_tokens": 3,
+             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+             "output_tokens": 4, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 7}
+    for status in ("completed", "failed", "incomplete", "cancelled", "in_progress"):
+        body = response_object(id="resp_u", created_at=1, status=status, model="m",
+                               output=[], conversation_id="c", completed_at=2)
+        validate_response(body)
+        assert body["usage"] is None
+        assert body["completed_at"] == (2 if status == "completed" else None)
+    body = response_object(id="resp_u", created_at=1, status="completed", model="m",
+                           output=[], conversation_id="c", usage=usage)
+    assert validate_response(body).usage.total_tokens == 7
