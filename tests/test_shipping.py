@@ -91,8 +91,22 @@ def _headings() -> list[str]:
 
 
 def test_the_changelog_has_an_entry_for_the_version_in_the_metadata() -> None:
+    """A release has its dated entry; a development version (``X.Y.Z.devN``, what main
+    carries between releases) is "Unreleased", on top of an older release."""
     released = [m.group(1) for h in _headings() if (m := _RELEASE.match(h))]
-    assert version("checkflow") in released
+    current = version("checkflow")
+    development = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)\.dev\d+", current)
+    if development is None:
+        assert current in released
+        return
+    upcoming = tuple(map(int, development.groups()))
+    assert released and all(tuple(map(int, r.split("."))) < upcoming for r in released)
+    assert "### " in _unreleased(), "main is ahead of its last release: say what changed"
+
+
+def _unreleased() -> str:
+    text = (REPO / "CHANGELOG.md").read_text()
+    return text.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
 
 
 def test_the_changelog_opens_with_unreleased_then_dated_releases() -> None:
@@ -222,13 +236,13 @@ def test_the_wheel_metadata_is_the_project_s(dist: tuple[Path, Path]) -> None:
     assert "checkflow = checkflow.cli:main" in entry_points
 
 
-def test_the_sdist_carries_the_package_the_readme_and_the_license(
+def test_the_sdist_carries_the_package_the_readme_the_changelog_and_the_license(
     dist: tuple[Path, Path],
 ) -> None:
     root = f"checkflow-{checkflow.__version__}/"
     with tarfile.open(dist[0]) as sdist:
         names = {n.removeprefix(root) for n in sdist.getnames()}
-    assert {"pyproject.toml", "README.md", "LICENSE"} <= names
+    assert {"pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE"} <= names
     assert _package_files() <= names
 
 

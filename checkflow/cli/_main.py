@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import checkflow.adapters
 from checkflow._extras import requires_extra
+from checkflow._version import __version__
 from checkflow.cli._checkpoints import add_checkpoint_commands, run_checkpoints
 from checkflow.cli._conversations import add_conversation_commands, run_conversations
 from checkflow.cli._migrate import COMMAND as MIGRATE
@@ -37,15 +38,6 @@ __all__ = ["main"]
 
 _CUT_SHORT = 128 + getattr(signal, "SIGPIPE", 13)
 """The status a shell reports for a command its reader stopped reading (141, SIGPIPE's)."""
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("checkflow")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
 
 
 def _epilog() -> str:
@@ -69,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="checkflow", description=__doc__.splitlines()[0], epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"checkflow {_version()}")
+    parser.add_argument("--version", action="version", version=f"checkflow {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add_storage(action: argparse.ArgumentParser) -> None:
