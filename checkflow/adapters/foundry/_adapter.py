@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from checkflow.adapters.foundry._container import ContainerEnvironment
 from checkflow.adapters.foundry._errors import ResponsesError, error_body, param_from_validation
 from checkflow.adapters.foundry._events import Event
 from checkflow.adapters.foundry._service import ResponsesService
@@ -158,7 +159,8 @@ class FoundryAdapter:
 
     def routes(self, host: Host) -> list[BaseRoute]:
         """The Responses routes for ``host`` (a ``WorkflowHost`` or an ``AgentHost``)."""
-        service = ResponsesService(host)
+        service = ResponsesService(host, ContainerEnvironment.read() if self.container
+                                   else None)
 
         async def create(request: Request) -> Response:
             body = await read_json(request, CreateResponseBody,

@@ -16,9 +16,10 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from checkflow.agents import AgentResponse
+from checkflow.agents import AgentResponse, UsageDetails
 
 __all__ = [
+    "NO_USAGE",
     "REQUEST_INFO",
     "function_call_item",
     "item_id",
@@ -33,16 +34,7 @@ REQUEST_INFO = "request_info"
 """The function name under which a workflow's pending requests are shown."""
 
 
-def usage_of(outputs: Iterable[Any]) -> dict[str, Any] | None:
-    """The Responses ``usage`` of a turn: the tokens its agents reported, added up (every
-    ``AgentResponse`` among its outputs that carries a usage), or ``None`` when none did (as
-    OpenAI shows a response still running and Foundry's host one whose handler reported
-    none: a count of zero would claim that nothing was spent)."""
-    reported = [o.usage for o in outputs if isinstance(o, AgentResponse)
-                and o.usage is not None]
-    if not reported:
-        return None
-    usage = functools.reduce(operator.add, reported)
+def _usage(usage: UsageDetails) -> dict[str, Any]:
     return {"input_tokens": usage.input_tokens,
             # cache writes: Chat Completions reports none (the openai types require the key)
             "input_tokens_details": {"cached_tokens": usage.cached_input_tokens,
@@ -50,6 +42,25 @@ def usage_of(outputs: Iterable[Any]) -> dict[str, Any] | None:
             "output_tokens": usage.output_tokens,
             "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
             "total_tokens": usage.total_tokens}
+
+
+NO_USAGE = _usage(UsageDetails())
+"""The ``usage`` of a response nothing reported tokens for (or still running): zeros.
+
+OpenAI shows ``null`` while a response runs; Foundry's host leaves ``usage`` out while it
+runs and on ``GET``, and sends ``null`` in a stream's terminal event. But Foundry's own models
+type ``usage`` as an object (``null`` fails them) and openresponses-types requires the key,
+so the one value all three accept is an object: zeros, every field present."""
+
+
+def usage_of(outputs: Iterable[Any]) -> dict[str, Any]:
+    """The Responses ``usage`` of a turn: the tokens its agents reported, added up (every
+    ``AgentResponse`` among its outputs that carries a usage), else ``NO_USAGE``."""
+    reported = [o.usage for o in outputs if isinstance(o, AgentResponse)
+                and o.usage is not None]
+    if not reported:
+        return NO_USAGE
+    return _usage(functools.reduce(operator.add, reported))
 
 
 def new_id(prefix: str) -> str:
@@ -101,9 +112,11 @@ def response_object(
     error: dict[str, Any] | None = None,
     incomplete_reason: str | None = None,
     usage: dict[str, Any] | None = None,
+    agent_reference: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A complete Response object: every field the schema requires, in the OpenAI shape
-    (``completed_at`` only on a completed one, as OpenAI and Foundry show it)."""
+    (``completed_at`` only on a completed one, as OpenAI and Foundry show it), with
+    Foundry's ``agent_reference`` (``null`` when no agent is named: outside a container)."""
     return {
         "id": id,
         "object": "response",
@@ -128,7 +141,7 @@ def response_object(
         "top_logprobs": 0,
         "temperature": 1.0,
         "reasoning": None,
-        "usage": usage,
+        "usage": NO_USAGE if usage is None else usage,
         "max_output_tokens": None,
         "max_tool_calls": None,
         "store": store,
@@ -138,4 +151,5 @@ def response_object(
         "safety_identifier": None,
         "prompt_cache_key": None,
         "conversation": {"id": conversation_id} if conversation_id is not None else None,
+        "agent_reference": agent_reference,
     }

@@ -2,9 +2,9 @@
 
 A response is a hosted turn; what the Responses protocol needs to show it later that the
 checkpoint does not already say (when it was created, its model, ``previous_response_id``,
-instructions, metadata, ``store``/``background`` and the input items as sent) is the turn's
-``TurnOrigin.data``, committed with the turn's first snapshot. Nothing is written about a
-response after its turn committed. This module must never call the host.
+instructions, metadata, ``store``/``background``, the input items as sent and the agent it
+was for) is the turn's ``TurnOrigin.data``, committed with the turn's first snapshot. Nothing
+is written about a response after its turn committed. This module must never call the host.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class ResponseOrigin(msgspec.Struct, kw_only=True, omit_defaults=True):
     store: bool = True
     background: bool = False
     input: list[dict[str, Any]] = []
+    agent_reference: dict[str, Any] | None = None
 
 
 def turn_origin(origin: ResponseOrigin) -> TurnOrigin:

@@ -133,6 +133,7 @@ async def plan_response(
     is_deleted: Callable[[str], Awaitable[bool]],
     session_hint: str | None = None,
     key_header: str | None = None,
+    agent_reference: dict[str, Any] | None = None,
 ) -> Plan:
     """The plan for ``request``; ``ResponsesError`` for a refusal that needs stored state.
 
@@ -141,8 +142,10 @@ async def plan_response(
     read, to say why. A message continuing a response runs only if that response is its
     conversation's latest turn (``latest_turn``: the host then runs on the checkpoint it
     read, and the resume token makes the host check it again under the lease); a branch
-    starts from the snapshot the previous response ended at.
+    starts from the snapshot the previous response ended at. ``agent_reference`` is the
+    response's when the request names none (the container's agent).
     """
+    agent = request.agent_reference or agent_reference
     previous = None
     from_snapshot = None
     token = None
@@ -152,12 +155,12 @@ async def plan_response(
             raise _not_found(request.previous_response_id)
         conversation_id = parsed[0]
         if request.replies and not request.branch:
-            return _plan(request, description, principal, conversation_id, key_header)
+            return _plan(request, description, principal, conversation_id, key_header, agent)
         if not request.branch:
             latest = await latest_turn(conversation_id)
             if latest is not None and latest.turn_id == parsed[1]:
                 return _plan(request, description, principal, conversation_id, key_header,
-                             previous=latest, resume_token=_token(latest))
+                             agent, previous=latest, resume_token=_token(latest))
         conversation_id, previous = await _previous(find_previous, request.previous_response_id)
         check_replies(request.replies, request.previous_response_id, previous)
         if request.branch and not description.checkpoints:
@@ -173,17 +176,18 @@ async def plan_response(
         conversation_id = (request.conversation or session_hint
                            or (keyed_conversation(principal, key_header) if key_header else None)
                            or new_id("conv"))
-    return _plan(request, description, principal, conversation_id, key_header,
+    return _plan(request, description, principal, conversation_id, key_header, agent,
                  from_snapshot=from_snapshot, previous=previous, resume_token=token)
 
 
 def _plan(request: CreateRequest, description: HostDescription, principal: str | None,
-          conversation_id: str, key_header: str | None, **where: Any) -> Plan:
+          conversation_id: str, key_header: str | None, agent: dict[str, Any] | None,
+          **where: Any) -> Plan:
     origin = ResponseOrigin(
         created_at=int(time.time()), model=request.model or description.name,
         previous_response_id=request.previous_response_id, instructions=request.instructions,
         metadata=request.metadata, store=request.store, background=request.background,
-        input=request.items)
+        input=request.items, agent_reference=agent)
     return Plan(conversation_id=conversation_id, origin=origin, principal=principal,
                 message=_message(request, description),
                 replies={reply.call_id: reply for reply in request.replies},

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from checkflow.adapters.foundry._container import ContainerEnvironment
 from checkflow.adapters.foundry._errors import ResponsesError
 from checkflow.adapters.foundry._events import Event
 from checkflow.adapters.foundry._ids import parse_response_id, response_id
@@ -85,8 +86,9 @@ def _record_of(run: HostedRun, result: HostedRunResult) -> TurnRecord:
 class ResponsesService:
     """The Responses protocol over one ``Host``; every method takes the request's principal."""
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, container: ContainerEnvironment | None = None) -> None:
         self.host = host
+        self.container = container  # None: not in a hosted-agent container
         self._tombstones = host.records(NAMESPACE)
         self._description: HostDescription | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -147,11 +149,15 @@ class ResponsesService:
                 return None
             return turns[-1] if turns else None
 
-        return await plan_response(request, description=await self.description(),
+        description = await self.description()
+        agent = (None if self.container is None
+                 else self.container.agent_reference(description.name))
+        return await plan_response(request, description=description,
                                    principal=principal, find_previous=find_previous,
                                    latest_turn=latest_turn,
                                    is_deleted=lambda id: self._deleted(id, principal),
-                                   session_hint=session_hint, key_header=key_header)
+                                   session_hint=session_hint, key_header=key_header,
+                                   agent_reference=agent)
 
     # -- starting a turn ---------------------------------------------------------------------
 

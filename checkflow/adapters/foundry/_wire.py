@@ -41,6 +41,24 @@ class StreamOptions(msgspec.Struct):
     include_obfuscation: bool | None = None
 
 
+_Name = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+
+
+class AgentReference(msgspec.Struct, kw_only=True):
+    """``agent_reference``: the Foundry agent a request is for (the platform sends it)."""
+
+    name: _Name
+    type: Literal["agent_reference"] = "agent_reference"
+    version: _Name | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """As a response shows it: ``version`` only when given."""
+        shown: dict[str, Any] = {"type": self.type, "name": self.name}
+        if self.version is not None:
+            shown["version"] = self.version
+        return shown
+
+
 class CreateResponseBody(msgspec.Struct, kw_only=True):
     """The fields of a create-response request this adapter reads (others are ignored)."""
 
@@ -54,6 +72,7 @@ class CreateResponseBody(msgspec.Struct, kw_only=True):
     background: bool | None = None
     instructions: str | None = None
     metadata: dict[str, str] | None = None
+    agent_reference: AgentReference | None = None
 
 
 class _Text(msgspec.Struct, tag_field="type", tag="input_text"):
@@ -133,6 +152,7 @@ class CreateRequest:
     instructions: str | None
     metadata: dict[str, str] = field(default_factory=dict)
     branch: bool = False
+    agent_reference: dict[str, Any] | None = None
 
 
 def _invalid(message: str, param: str | None, code: str = "invalid_value") -> ResponsesError:
@@ -271,6 +291,7 @@ def parse_request(body: CreateResponseBody) -> CreateRequest:
         stream=bool(body.stream), store=store, background=bool(body.background),
         instructions=body.instructions, metadata=metadata,
         branch=_branch(metadata, body.previous_response_id),
+        agent_reference=None if body.agent_reference is None else body.agent_reference.wire(),
     )
     _check_replies(request)
     return request

@@ -1,16 +1,28 @@
-"""Validation of what the Foundry adapter sends, against ``openresponses-types``.
+"""Validation of what the Foundry adapter sends, against three published models of it.
 
 Every body and every streamed event a test sees goes through ``validate_response`` /
-``validate_event`` (``openai.types.responses`` for the shapes openresponses-types lacks:
-input item lists and approval items).
+``validate_event`` (and errors, deletions and input item pages through their own), each of
+which checks it against:
+
+- Foundry's own models (``azure.ai.agentserver.responses.models``: TypedDicts, validated
+  strictly with pydantic), the models of the host Foundry hosted agents run on;
+- ``openresponses-types`` (pydantic models of the Open Responses schema);
+- the ``openai`` package's types (``openai.types.responses``).
+
+openresponses-types has no MCP items, so an ``mcp_approval_request`` output item is checked
+against the other two and left out of the body openresponses-types sees; nor does it (or
+``openai``) model a deletion or an input item page: those are checked against what has them.
 """
 
 from __future__ import annotations
 
+import typing
+from functools import cache
 from typing import Any
 
 import openai.types.responses as oai
 import openresponses_types as ort
+from azure.ai.agentserver.responses import models as foundry
 from pydantic import BaseModel, TypeAdapter
 
 EVENT_MODELS: dict[str, type[BaseModel]] = {
@@ -31,35 +43,104 @@ EVENT_MODELS: dict[str, type[BaseModel]] = {
     "response.function_call_arguments.done": ort.ResponseFunctionCallArgumentsDoneStreamingEvent,
     "error": ort.ErrorStreamingEvent,
 }
+NOT_IN_OPENRESPONSES = {"mcp_approval_request"}  # output item types openresponses-types lacks
 
-_items = TypeAdapter(oai.ResponseItemList)
+_openai_events: TypeAdapter[Any] = TypeAdapter(oai.ResponseStreamEvent)
+_openai_items = TypeAdapter(oai.ResponseItemList)
+_openai_output_item: TypeAdapter[Any] = TypeAdapter(oai.ResponseOutputItem)
+
+
+@cache
+def _foundry(model: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(model)
+
+
+def _foundry_strict(model: Any, value: Any) -> None:
+    _foundry(model).validate_python(value, strict=True)
+
+
+@cache
+def _foundry_events() -> dict[str, Any]:
+    """Foundry's event TypedDict for each event ``type``."""
+    models = {}
+    for model in typing.get_args(foundry.ResponseStreamEvent):
+        annotation = model.__annotations__["type"]  # Required[Literal["response.created"]]
+        while typing.get_origin(annotation) is not typing.Literal:
+            (annotation,) = typing.get_args(annotation)
+        (literal,) = typing.get_args(annotation)
+        models[literal] = model
+    return models
+
+
+_TIMESTAMPS = ("created_at", "completed_at")
+
+
+def _wire_timestamps(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with its timestamps as the wire has them: the ``openai`` types hold them as
+    floats, so an event read back with ``to_dict()`` says ``1.0`` where the server sent
+    ``1`` (an integral float only; any other value is left for the models to refuse)."""
+    fixed = {key: int(body[key]) for key in _TIMESTAMPS
+             if isinstance(body.get(key), float) and body[key].is_integer()}
+    return {**body, **fixed}
+
+
+def validate_foundry_response(body: dict[str, Any]) -> None:
+    """``body`` against Foundry's ``ResponseObject`` (``agent_reference`` is required)."""
+    _foundry_strict(foundry.ResponseObject, _wire_timestamps(body))
 
 
 def validate_response(body: dict[str, Any]) -> ort.ResponseResource:
-    """``body`` as a Response resource (raises ``ValidationError`` if a field is wrong)."""
+    """``body`` as a Response resource in all three models (raises ``ValidationError`` if a
+    field is wrong); the openresponses-types form of it."""
     oai.Response.model_validate(body)
-    return ort.ResponseResource.model_validate(body)
+    validate_foundry_response(body)
+    for item in body["output"]:
+        if item["type"] in NOT_IN_OPENRESPONSES:
+            _openai_output_item.validate_python(item)
+    known = [item for item in body["output"] if item["type"] not in NOT_IN_OPENRESPONSES]
+    return ort.ResponseResource.model_validate({**body, "output": known})
 
 
 def validate_event(event: dict[str, Any]) -> BaseModel:
-    """``event`` as the streaming event model its ``type`` names."""
-    model = EVENT_MODELS[event["type"]]
-    parsed = model.model_validate(event)
+    """``event`` as the streaming event model its ``type`` names, in all three models; its
+    openresponses-types form."""
+    _openai_events.validate_python(event)
+    wire = {**event, "response": _wire_timestamps(event["response"])} if "response" in event \
+        else event
+    _foundry_strict(_foundry_events()[event["type"]], wire)
     if "response" in event:
         validate_response(event["response"])
-    return parsed
+    item = event.get("item")
+    if isinstance(item, dict) and item["type"] in NOT_IN_OPENRESPONSES:
+        _openai_output_item.validate_python(item)
+        return _openai_events.validate_python(event)  # type: ignore[no-any-return]
+    model = EVENT_MODELS[event["type"]]
+    return model.model_validate(event)
 
 
 def validate_error(body: dict[str, Any]) -> ort.Error:
-    """An OpenAI error envelope: all four keys present, ``message`` and ``type`` strings."""
+    """An OpenAI error envelope: all four keys present, ``message`` and ``type`` strings;
+    Foundry's ``ApiErrorResponse`` too."""
     assert set(body) == {"error"}, body
     assert set(body["error"]) == {"message", "type", "param", "code"}, body
     assert isinstance(body["error"]["message"], str) and isinstance(body["error"]["type"], str)
+    _foundry_strict(foundry.ApiErrorResponse, body)
     return ort.Error.model_validate({**body["error"], "code": body["error"]["code"] or ""})
 
 
+def validate_deleted(body: dict[str, Any]) -> None:
+    """A deletion: Foundry's ``DeleteResponseResult`` (``openai`` returns nothing for it and
+    openresponses-types has no such shape), and nothing more than its three keys."""
+    _foundry_strict(foundry.DeleteResponseResult, body)
+    assert set(body) == {"id", "object", "deleted"}, body
+
+
 def validate_input_items(body: dict[str, Any]) -> oai.ResponseItemList:
-    return _items.validate_python(body)
+    """An input item page: ``openai``'s ``ResponseItemList``, each item Foundry's
+    ``ItemField`` (openresponses-types has no page)."""
+    for item in body["data"]:
+        _foundry_strict(foundry.ItemField, item)
+    return _openai_items.validate_python(body)
 
 
 def assert_well_formed(events: list[dict[str, Any]]) -> None:
@@ -85,5 +166,5 @@ def assert_well_formed(events: list[dict[str, Any]]) -> None:
             assert added.get(event["output_index"]) == event["item_id"]
             assert event["output_index"] not in done
     assert added == done
-    final = events[-1]["response"]["output"]
-    assert [item["id"] for item in final] == [added[i] for i in sorted(added)]
+    final = events[-1]["response"]
+    assert [item["id"] for item in final["output"]] == [added[i] for i in sorted(added)]

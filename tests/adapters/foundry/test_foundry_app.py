@@ -194,3 +194,45 @@ def test_a_client_leaving_a_stream_cancels_the_run_and_the_response_says_so() ->
             RELEASE.wait(0.02)
         assert status == "cancelled"
         assert _text(_create(client, input="next", conversation="left-1")) == "next"
+
+
+def test_in_a_container_responses_name_the_agent_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FOUNDRY_AGENT_NAME", "alpha")
+    monkeypatch.setenv("FOUNDRY_AGENT_VERSION", "7")
+    app = create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter(container=True)])
+    monkeypatch.setenv("FOUNDRY_AGENT_VERSION", "8")  # read when the routes were built
+    with _serving(app) as url:
+        client = _client(url)
+        body = _create(client, input="hi")
+        assert body["agent_reference"] == {"type": "agent_reference", "name": "alpha",
+                                           "version": "7"}
+        sent = {"type": "agent_reference", "name": "beta"}
+        named = _create(client, input="hi", extra_body={"agent_reference": sent})
+        assert named["agent_reference"] == sent  # the request's own, as Foundry's host
+        events = [e.to_dict() for e in client.responses.create(input="x", stream=True)]
+        assert_well_formed(events)
+        assert {e["response"]["agent_reference"]["name"] for e in events
+                if "response" in e} == {"alpha"}
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.responses.create(input="hi", extra_body={"agent_reference": {"name": ""}})
+        assert caught.value.response.json()["error"]["param"] == "agent_reference.name"
+    monkeypatch.delenv("FOUNDRY_AGENT_NAME")
+    monkeypatch.delenv("FOUNDRY_AGENT_VERSION")
+    app = create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter(container=True)])
+    with _serving(app) as url:
+        plain = _create(_client(url), input="hi")
+        assert plain["agent_reference"] == {"type": "agent_reference", "name": "chat"}
+
+
+def test_outside_a_container_agent_reference_is_null_unless_the_request_names_one() -> None:
+    with _serving(create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter()])) as url:
+        client = _client(url)
+        body = _create(client, input="hi")
+        assert body["agent_reference"] is None
+        sent = {"type": "agent_reference", "name": "beta", "version": "2"}
+        named = _create(client, input="hi", extra_body={"agent_reference": sent})
+        assert named["agent_reference"] == sent
+        stored = client.responses.with_raw_response.retrieve(named["id"]).http_response.json()
+        assert stored["agent_reference"] == sent  # recorded with the turn

@@ -23,6 +23,7 @@ import openai
 import pytest
 from foundry_schema import (
     assert_well_formed,
+    validate_deleted,
     validate_error,
     validate_event,
     validate_input_items,
@@ -312,6 +313,7 @@ def test_a_deleted_response_is_gone(start_foundry: Start) -> None:
     client = _client(start_foundry())
     body = _create(client, input="x")
     deleted = client.responses.with_raw_response.delete(body["id"]).http_response.json()
+    validate_deleted(deleted)
     assert deleted == {"id": body["id"], "object": "response", "deleted": True}  # OpenAI's
     assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
         "response_not_found"

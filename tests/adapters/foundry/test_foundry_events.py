@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 
+import openresponses_types as ort
 import pytest
-from foundry_schema import assert_well_formed, validate_event, validate_response
+from foundry_schema import (
+    assert_well_formed,
+    validate_event,
+    validate_foundry_response,
+    validate_response,
+)
+from pydantic import ValidationError
 
 from checkflow.adapters.foundry._events import EventBuilder
-from checkflow.adapters.foundry._objects import request_arguments, response_object
+from checkflow.adapters.foundry._objects import NO_USAGE, request_arguments, response_object
 
 
 def _response(builder: EventBuilder, status: str) -> dict:
@@ -104,7 +111,7 @@ def test_the_arguments_done_event_names_the_function() -> None:
     assert done["name"] == "request_info" and done["item_id"].startswith("fc_")
 
 
-def test_usage_is_null_until_reported_and_completed_at_only_on_a_completed_response() -> None:
+def test_usage_is_zeros_until_reported_and_completed_at_only_on_a_completed_response() -> None:
     usage = {"input_tokens": 3,
              "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
              "output_tokens": 4, "output_tokens_details": {"reasoning_tokens": 0},
@@ -113,8 +120,30 @@ def test_usage_is_null_until_reported_and_completed_at_only_on_a_completed_respo
         body = response_object(id="resp_u", created_at=1, status=status, model="m",
                                output=[], conversation_id="c", completed_at=2)
         validate_response(body)
-        assert body["usage"] is None
+        assert body["usage"] == NO_USAGE and body["usage"]["total_tokens"] == 0
         assert body["completed_at"] == (2 if status == "completed" else None)
     body = response_object(id="resp_u", created_at=1, status="completed", model="m",
                            output=[], conversation_id="c", usage=usage)
     assert validate_response(body).usage.total_tokens == 7
+
+
+def test_the_placeholder_is_zeros_because_foundrys_models_refuse_null_usage() -> None:
+    body = response_object(id="resp_n", created_at=1, status="completed", model="m",
+                           output=[], conversation_id="c")
+    with pytest.raises(ValidationError, match="usage"):
+        validate_foundry_response({**body, "usage": None})
+    with pytest.raises(ValidationError, match="usage"):  # and openresponses-types needs it
+        ort.ResponseResource.model_validate({k: v for k, v in body.items() if k != "usage"})
+
+
+def test_agent_reference_is_null_outside_a_container_and_required_by_foundry() -> None:
+    body = response_object(id="resp_a", created_at=1, status="completed", model="m",
+                           output=[], conversation_id="c")
+    assert body["agent_reference"] is None
+    with pytest.raises(ValidationError, match="agent_reference"):
+        validate_foundry_response({k: v for k, v in body.items() if k != "agent_reference"})
+    named = response_object(id="resp_a", created_at=1, status="completed", model="m",
+                            output=[], conversation_id="c",
+                            agent_reference={"type": "agent_reference", "name": "a",
+                                             "version": "3"})
+    validate_response(named)

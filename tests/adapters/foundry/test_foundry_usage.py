@@ -1,9 +1,9 @@
-"""``usage`` over Responses: the agent's own token counts, ``null`` when nothing reported any.
+"""``usage`` over Responses: the agent's own token counts, zeros when nothing reported any.
 
 An ``OpenAIChatAgent`` talks to a small Chat Completions service on loopback (it reports
 fixed counts) and is served by an ``AgentHost`` with the Foundry adapter; the ``openai``
-client reads the responses. A workflow that runs no model reports nothing: ``usage`` is
-``null`` in every body and event, as Foundry's host shows a response whose handler gave none.
+client reads the responses. A workflow that runs no model reports nothing: ``usage`` is the
+zeros placeholder in every body and event (``null`` would fail Foundry's own models).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from checkflow.adapters.foundry import FoundryAdapter
+from checkflow.adapters.foundry._objects import NO_USAGE
 from checkflow.agents import OpenAIChatAgent
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
 from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
@@ -67,7 +68,7 @@ def test_an_agents_reported_tokens_are_the_responses_usage() -> None:
             events = [e.to_dict() for e in client.responses.create(input="hi", stream=True)]
             assert_well_formed(events)
             assert [e["response"]["usage"] for e in events if "response" in e] == [
-                None, None, RESPONSES_USAGE]  # created, in_progress: nothing counted yet
+                NO_USAGE, NO_USAGE, RESPONSES_USAGE]  # created, in_progress: not counted yet
             again = client.responses.retrieve(events[-1]["response"]["id"])
             assert again.usage is not None and again.usage.total_tokens == 18
             assert again.usage.input_tokens_details.cached_tokens == 3
@@ -79,13 +80,14 @@ class _Echo(Executor):
         await ctx.yield_output(text)
 
 
-def test_a_workflow_that_runs_no_model_shows_usage_null_everywhere() -> None:
+def test_a_workflow_that_runs_no_model_shows_zero_usage_everywhere() -> None:
     workflow = WorkflowBuilder(start_executor=_Echo("echo"), name="echo").build()
     with serving(create_app(WorkflowHost(workflow), adapters=[FoundryAdapter()])) as url:
         client = _client(url)
         events = [e.to_dict() for e in client.responses.create(input="hi", stream=True)]
         for event in events:
             validate_event(event)
-        assert [e["response"]["usage"] for e in events if "response" in e] == [None] * 3
+        assert [e["response"]["usage"] for e in events if "response" in e] == [NO_USAGE] * 3
         stored = client.responses.with_raw_response.retrieve(events[-1]["response"]["id"])
-        assert stored.http_response.json()["usage"] is None
+        assert stored.http_response.json()["usage"] == NO_USAGE
+        assert NO_USAGE["total_tokens"] == NO_USAGE["input_tokens"] == 0
