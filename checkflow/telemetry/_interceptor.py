@@ -107,7 +107,7 @@ class OpenTelemetryInterceptor(Interceptor):
     def _span(self, name: str, attributes: dict[str, object], links: list[Link] | None = None
               ) -> Iterator[Span]:
         with self._tracer.start_as_current_span(
-                name, kind=SpanKind.INTERNAL, attributes=attributes,  # type: ignore[arg-type]
+                name, kind=SpanKind.INTERNAL, attributes=attributes,  # type: ignore[arg-type, unused-ignore]
                 links=links, record_exception=False, set_status_on_exception=False) as span:
             try:
                 yield span
