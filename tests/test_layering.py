@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "telemetry": {"hosting", "agents", "workflows", "checkpoints", "state", "errors", "_extras",
                   "_version"},
     "cli": {"adapters", "telemetry", "migrate", "hosting", "agents", "workflows", "storage",
-            "checkpoints", "sessions", "state", *_BASE},
+            "checkpoints", "sessions", "state", *_BASE, "_version"},
     "__main__": {"cli"},
 }
 """For each part of the package (subpackage or top-level module), what it may import."""

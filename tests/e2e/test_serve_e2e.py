@@ -176,7 +176,7 @@ def test_the_checkpoints_command_reads_what_the_server_wrote(
                                "--storage", storage], capture_output=True, text=True,
                               check=True, timeout=120).stdout
 
-    assert command("ls").split() == [checkpoint_id]
+    assert command("ls").split() == [checkpoint_id, "conversation=c", "principal=-"]
     tree = command("tree", checkpoint_id).splitlines()
     assert len(tree) == 4 and tree[-1].endswith("<- head")
     shown = json.loads(command("show", checkpoint_id, "--json"))
