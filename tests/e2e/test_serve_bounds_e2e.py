@@ -96,7 +96,7 @@ async def test_sigterm_waits_for_the_shutdown_timeout_then_cancels_the_turn(
         code = await asyncio.to_thread(server.process.wait, 30)  # the gate is never released
         waited = time.monotonic() - began
         # uvicorn re-raises the signal once it has shut down: the exit says SIGTERM
-        assert code in (0, -signal.SIGTERM) and 0.9 <= waited < 20, (code, waited)
+        assert code in (0, -signal.SIGTERM) and 0.8 <= waited < 20, (code, waited)  # 80% grace
         with contextlib.suppress(httpx.TransportError):  # gone with the server: cancelled
             await held
     restarted = start_server("e2e_flows:workflow")
