@@ -42,6 +42,7 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
         ├── RequestNotPendingError          an answer to a request already answered (HTTP 409)
         ├── ConversationNotFoundError       unknown to this principal (HTTP 404)
         ├── InvalidMessageError             a message fits no input type of the start (HTTP 422)
+        ├── SharedStateWriteError           a client's shared-state write refused (HTTP 422)
         ├── StaleResumeTokenError           the resume token no longer names the head (HTTP 409)
         ├── NoCheckpointsError              this host keeps no checkpoints (an AgentHost)
         ├── InvalidConversationIdError      empty, too long, or not valid UTF-8 (HTTP 400/414)
@@ -87,6 +88,7 @@ __all__ = [
     "RequestNotPendingError",
     "SessionConflictError",
     "SessionError",
+    "SharedStateWriteError",
     "SnapshotNotFoundError",
     "StaleResumeTokenError",
     "StateEncodingError",
@@ -602,6 +604,21 @@ class InvalidMessageError(HostingError, ValueError):
         self.accepted_types = list(accepted_types or [])
         self.field = field  # where the closest type did not fit (``$.quantity``), when known
         self.reason = reason
+
+
+class SharedStateWriteError(HostingError, ValueError):
+    """A client's write of the shared state is refused, nothing run or committed (HTTP 422).
+
+    ``key`` is the shared-state key; ``reason`` why: the key is not one the client may
+    write, or the value does not fit the key's declared type (``field`` then says where).
+    """
+
+    def __init__(self, key: str, reason: str, *, field: str | None = None) -> None:
+        where = f" (at {field})" if field else ""
+        super().__init__(f"shared state key {key!r} cannot be written: {reason}{where}")
+        self.key = key
+        self.reason = reason
+        self.field = field
 
 
 class StaleResumeTokenError(HostingError):

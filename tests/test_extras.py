@@ -58,6 +58,7 @@ CASES = [
     ("foundry", "starlette", "import checkflow.adapters.foundry"),
     ("agui", "ag_ui", "import checkflow.adapters.agui"),
     ("agui", "starlette", "import checkflow.adapters.agui"),
+    ("agui", "jsonpatch", "import checkflow.adapters.agui"),
     ("a2a", "a2a", "from checkflow.adapters.a2a import A2AAdapter"),
     ("a2a", "google", "from checkflow.adapters.a2a import A2ATaskStore"),
     ("a2a", "starlette", "from checkflow.adapters.a2a import default_adapter"),

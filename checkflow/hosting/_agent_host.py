@@ -32,6 +32,7 @@ from checkflow.errors import (
     ConversationNotFoundError,
     InvalidResponseError,
     NoCheckpointsError,
+    SharedStateWriteError,
     TurnInProgressError,
 )
 from checkflow.hosting._agent_turn import AgentEngine
@@ -126,6 +127,7 @@ class AgentHost(HostBase):
         resume_token: ResumeToken | None = None,
         idempotency_key: str | None = None,
         origin: TurnOrigin | None = None,
+        shared_state: Mapping[str, Any] | None = None,
         stream: bool = False,
     ) -> Any:
         """One agent turn.
@@ -135,7 +137,8 @@ class AgentHost(HostBase):
         message=...)``: a ``HostedRunResult`` whose one output is the ``AgentResponse``, or
         an ``AgentRunStream`` of events. An agent has no pending requests and no snapshots:
         ``responses`` raise ``InvalidResponseError``, ``from_snapshot``/``resume_token``
-        ``NoCheckpointsError``. Raises ``ConversationBusyError`` at once if the conversation
+        ``NoCheckpointsError``, ``shared_state`` ``SharedStateWriteError`` (an agent keeps
+        no shared state). Raises ``ConversationBusyError`` at once if the conversation
         is running anywhere. Each turn is recorded in the conversation's session with the
         agent session it produced (one write), so ``idempotency_key`` works as on a
         ``WorkflowHost``: a retry of a recorded turn replays its reply, of a running one
@@ -147,6 +150,9 @@ class AgentHost(HostBase):
                 "requests to answer", request_id=next(iter(responses)))
         if from_snapshot is not None or resume_token is not None:
             raise NoCheckpointsError(conversation_id)
+        if shared_state:
+            raise SharedStateWriteError(next(iter(shared_state)),
+                                        "an agent keeps no shared state")
         legacy = messages is not None
         turn_input = messages if legacy else message
         if turn_input is None:

@@ -110,7 +110,7 @@ def _committed(snapshot: CheckpointSnapshot) -> SnapshotCommittedEvent:
     metadata = snapshot.metadata
     return SnapshotCommittedEvent(snapshot.snapshot_id, snapshot.parent_snapshot_id,
                                   str(metadata.get("boundary", "")),
-                                  int(metadata.get("superstep", 0)))
+                                  int(metadata.get("superstep", 0)), _snapshot=snapshot)
 
 
 async def follow_turn(host: Followable, key: ConversationKey, turn_id: str | None,

@@ -33,6 +33,7 @@ from checkflow.errors import (
     InvalidResponseError,
     RecordTooLargeError,
     RequestNotPendingError,
+    SharedStateWriteError,
     SnapshotNotFoundError,
     StaleResumeTokenError,
     StateTooLargeError,
@@ -198,6 +199,8 @@ def _mapped(exc: BaseException) -> tuple[int, str, dict[str, Any], dict[str, str
     if isinstance(exc, InvalidMessageError):
         return 422, "invalid_message", {"accepted_types": exc.accepted_types,
                                         **_where(exc.field, exc.reason)}, {}
+    if isinstance(exc, SharedStateWriteError):
+        return 422, "invalid_state", {"key": exc.key, **_where(exc.field, exc.reason)}, {}
     if isinstance(exc, CheckpointLostError):  # before corruption: a loss, never "not found"
         lost = {"checkpoint_id": exc.checkpoint_id,
                 "expected_head_snapshot_id": exc.expected_head_snapshot_id,

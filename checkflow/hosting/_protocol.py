@@ -41,6 +41,7 @@ class RunOptions(TypedDict, total=False):
     resume_token: ResumeToken | None
     idempotency_key: str | None
     origin: TurnOrigin | None
+    shared_state: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,7 @@ class Host(Protocol):
         resume_token: ResumeToken | None = None,
         idempotency_key: str | None = None,
         origin: TurnOrigin | None = None,
+        shared_state: Mapping[str, Any] | None = None,
         stream: bool = False,
     ) -> HostedRunResult | HostedRun:
         """One turn: a ``HostedRunResult``, or (``stream=True``) a ``HostedRun`` of events,
@@ -105,6 +107,8 @@ class Host(Protocol):
         ``idempotency_key`` makes the turn happen once: a retry of a committed turn replays
         its recorded outcome (``replayed``), of a running one raises
         ``TurnInProgressError``. ``origin`` is recorded with the turn (``turns``).
+        ``shared_state`` writes keys of the workflow's shared state with the turn's input,
+        in its first commit (an agent keeps none: ``SharedStateWriteError``).
         """
         ...
 

@@ -210,6 +210,7 @@ class WorkflowHost(WorkflowReader):
         resume_token: ResumeToken | None = None,
         idempotency_key: str | None = None,
         origin: TurnOrigin | None = None,
+        shared_state: Mapping[str, Any] | None = None,
         stream: bool = False,
     ) -> HostedRunResult | Turn | ReplayedTurn:
         """Run the conversation once: a ``HostedRunResult``, or (``stream``) its ``Turn``.
@@ -220,7 +221,8 @@ class WorkflowHost(WorkflowReader):
         result (or a ``ReplayedTurn``) is the recorded outcome, ``replayed`` set; with one
         whose turn is still running, ``TurnInProgressError`` names it (follow it with
         ``follow``). ``origin`` (protocol and its small data) is committed with the turn's
-        first snapshot, for ``turns``.
+        first snapshot, for ``turns``; so are the ``shared_state`` keys written with the
+        input (a message or responses), so a cancel or a branch takes them back with it.
 
         Raises ``ConversationBusyError`` at once if the conversation is running (here or on
         another host), ``StaleResumeTokenError`` if ``resume_token`` no longer names the head,
@@ -276,7 +278,7 @@ class WorkflowHost(WorkflowReader):
             inner = workflow.run(
                 message, checkpoint=prepared.checkpoint, stream=True,
                 responses=None if responses is None else dict(responses),
-                interceptors=self.interceptors)
+                interceptors=self.interceptors, shared_state=shared_state)
         except BaseException:
             running_conversation.reset(token)
             await lease.release(discard=True)  # refused: nothing was committed

@@ -33,8 +33,10 @@ from checkflow.workflows._functional import FunctionalContext, step, workflow
 from checkflow.workflows._inspect import (
     PendingRequestView,
     SnapshotView,
+    inspect_shared_state,
     inspect_snapshot,
     pending_request_ids,
+    same_shared_state,
 )
 from checkflow.workflows._interceptors import (
     CommitInfo,
@@ -97,10 +99,12 @@ __all__ = [
     "encoded_size",
     "executor",
     "handler",
+    "inspect_shared_state",
     "inspect_snapshot",
     "pending_request_ids",
     "response_handler",
     "response_schema",
+    "same_shared_state",
     "set_agent_factory",
     "step",
     "validation_detail",

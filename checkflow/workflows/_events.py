@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from checkflow.checkpoints import CheckpointSnapshot
     from checkflow.workflows._results import PendingRequest, RunStatus
 
 __all__ = [
@@ -127,12 +128,24 @@ class RequestCancelledEvent(WorkflowEvent):
 @dataclass(slots=True)
 class SnapshotCommittedEvent(WorkflowEvent):
     """A snapshot was committed to the checkpoint (``boundary``: ``input_accepted`` or
-    ``superstep_completed``)."""
+    ``superstep_completed``).
+
+    ``snapshot`` is the committed snapshot itself (a reference, not a copy; ``None`` for an
+    event made by hand), so a consumer can show what it holds (``inspect_shared_state``)
+    without loading the checkpoint.
+    """
 
     snapshot_id: str
     parent_snapshot_id: str | None
     boundary: str
     superstep: int
+    _snapshot: CheckpointSnapshot | None = field(default=None, kw_only=True, compare=False,
+                                                 repr=False)
+
+    @property
+    def snapshot(self) -> CheckpointSnapshot | None:
+        """The committed snapshot (``None`` when the event was made without one)."""
+        return self._snapshot
 
 
 @dataclass(slots=True)

@@ -19,14 +19,21 @@ from checkflow import state as codec
 from checkflow.checkpoints import CheckpointSnapshot
 from checkflow.errors import CorruptCheckpointError, StateError
 from checkflow.workflows._results import PendingRequest, RunStatus
-from checkflow.workflows._runstate import read_facts, read_pending_ids
+from checkflow.workflows._runstate import read_facts, read_pending_ids, read_shared, shared_bytes
 from checkflow.workflows._schema import response_schema
 from checkflow.workflows._typing import builtin_type
 
 if TYPE_CHECKING:
     from checkflow.workflows._workflow import Workflow
 
-__all__ = ["PendingRequestView", "SnapshotView", "inspect_snapshot", "pending_request_ids"]
+__all__ = [
+    "PendingRequestView",
+    "SnapshotView",
+    "inspect_shared_state",
+    "inspect_snapshot",
+    "pending_request_ids",
+    "same_shared_state",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,39 @@ def inspect_snapshot(
         outputs=outputs,
         shared_state=shared,
     )
+
+
+def inspect_shared_state(
+    snapshot: CheckpointSnapshot, *, workflow: Workflow | None = None
+) -> dict[str, Any]:
+    """The shared state at ``snapshot``, decoding no other part of it (cheap beside
+    ``inspect_snapshot``, which decodes every output of the lineage). Values decode as in
+    ``inspect_snapshot``; raises ``CorruptCheckpointError`` for a snapshot that is not a
+    workflow run state."""
+    fmt = snapshot.record.format
+
+    def decode_part(bucket: str, key: str, data: bytes) -> Any:
+        if workflow is None:
+            return codec.decode_for_inspection(data, format=fmt)
+        return codec.decode(data, format=fmt, path=f"{bucket}.{key}")
+
+    try:
+        return dict(read_shared(snapshot.record, decode_part))
+    except StateError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptCheckpointError(
+            f"snapshot {snapshot.snapshot_id!r} is not a workflow run state "
+            f"({type(exc).__name__}: {exc})") from exc
+
+
+def same_shared_state(first: CheckpointSnapshot, second: CheckpointSnapshot) -> bool:
+    """True when the two snapshots' shared state is surely the same (its stored bytes are),
+    without decoding it; False when it may differ."""
+    try:
+        return shared_bytes(first.record) == shared_bytes(second.record)
+    except (KeyError, TypeError, AttributeError):
+        return False
 
 
 def _request(raw: Mapping[str, Any], workflow: Workflow | None) -> PendingRequestView:

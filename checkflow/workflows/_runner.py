@@ -78,7 +78,8 @@ class Runner:
 
     def __init__(self, workflow: Workflow, checkpoint: Checkpoint | None, message: Any,
                  responses: Mapping[str, Any] | None,
-                 interceptors: Sequence[Interceptor] = ()) -> None:
+                 interceptors: Sequence[Interceptor] = (),
+                 shared_state: Mapping[str, Any] | None = None) -> None:
         self._wf = workflow
         self._plan = workflow.plan
         self._checkpoint = checkpoint if checkpoint is not None else workflow.create_checkpoint()
@@ -87,6 +88,7 @@ class Runner:
         self._message = message
         self._responses = responses
         self._interceptors = tuple(interceptors)
+        self._writes = dict(shared_state) if shared_state else None  # with the input
         self._sequence = 0
         self._answering: dict[str, str | None] = {}
         self._run = RunState()
@@ -104,6 +106,9 @@ class Runner:
         self._sink = sink
         if self._message is not None and self._responses is not None:
             raise ValueError("give run() a message or responses, not both")
+        if self._writes is not None and self._message is None and not self._responses:
+            raise ValueError("shared_state is written with an input: give run() a message "
+                             "or responses too")
         if not self._interceptors:
             return await self._execute()
         checkpoint = self._checkpoint
@@ -174,6 +179,9 @@ class Runner:
             for request in run.requests.values():
                 await self.emit(RequestInfoEvent(request))
             return bool(run.deliveries)
+        if self._writes is not None:  # the caller's writes, committed with the input
+            run.record(*SHARED)
+            run.update_shared(self._writes)
         run.status = run.settled_status()
         await self._commit("input_accepted")
         return True
@@ -339,7 +347,8 @@ class Runner:
                     raise
         run.remember(snapshot.record)
         await self.emit(SnapshotCommittedEvent(
-            snapshot.snapshot_id, snapshot.parent_snapshot_id, boundary, run.superstep))
+            snapshot.snapshot_id, snapshot.parent_snapshot_id, boundary, run.superstep,
+            _snapshot=snapshot))
 
     async def _finish(self, status: RunStatus) -> WorkflowRunResult:
         await self._commit_deferred()

@@ -326,6 +326,18 @@ def read_facts(record: SnapshotRecord, decode_part: Callable[[str, str, bytes], 
     }
 
 
+def read_shared(record: SnapshotRecord, decode_part: Callable[[str, str, bytes], Any]) -> Any:
+    """The shared state of a record, decoding no other part of it."""
+    stored = record.parts["workflow_state"]
+    return decode_part(*SHARED, stored[SHARED[1]]) if SHARED[1] in stored else {}
+
+
+def shared_bytes(record: SnapshotRecord) -> tuple[str, bytes | None]:
+    """The shared state's encoded part and its format. Equal for two records, the shared
+    state is the same (a commit reuses an untouched part's bytes); unequal, it may be."""
+    return record.format, record.parts["workflow_state"].get(SHARED[1])
+
+
 def read_pending_ids(record: SnapshotRecord) -> list[str]:
     """The ids of the requests pending at a record, decoding nothing else of it."""
     data = record.parts["messages"]["pending"]

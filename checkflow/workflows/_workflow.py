@@ -183,6 +183,7 @@ class Workflow:
         responses: Mapping[str, Any] | None = None,
         stream: Literal[False] = False,
         interceptors: Sequence[Interceptor] = (),
+        shared_state: Mapping[str, Any] | None = None,
     ) -> Coroutine[Any, Any, WorkflowRunResult]: ...
 
     @overload
@@ -194,6 +195,7 @@ class Workflow:
         responses: Mapping[str, Any] | None = None,
         stream: Literal[True],
         interceptors: Sequence[Interceptor] = (),
+        shared_state: Mapping[str, Any] | None = None,
     ) -> WorkflowRunStream: ...
 
     def run(
@@ -204,6 +206,7 @@ class Workflow:
         responses: Mapping[str, Any] | None = None,
         stream: bool = False,
         interceptors: Sequence[Interceptor] = (),
+        shared_state: Mapping[str, Any] | None = None,
     ) -> Coroutine[Any, Any, WorkflowRunResult] | WorkflowRunStream:
         """Run from ``checkpoint``'s head (a fresh one-shot checkpoint when omitted).
 
@@ -218,9 +221,12 @@ class Workflow:
         is cancelled leaves it without snapshots, and a value a handler handed to
         ``set_state`` and changed later is seen changed by later supersteps of that run.
         ``interceptors`` wrap the run, its supersteps, executor invocations and commits
-        (``checkflow.workflows.Interceptor``); none costs nothing.
+        (``checkflow.workflows.Interceptor``); none costs nothing. ``shared_state`` writes
+        keys of the shared state with the input (a message or responses, never a bare
+        resume), as ``set_state`` would: the input's ``input_accepted`` snapshot holds them,
+        so they branch and roll back with it (a client's writes, say, taken by a host).
         """
-        runner = Runner(self, checkpoint, message, responses, interceptors)
+        runner = Runner(self, checkpoint, message, responses, interceptors, shared_state)
         if stream:
             return WorkflowRunStream(runner)
         return runner.run()

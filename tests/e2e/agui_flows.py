@@ -5,6 +5,13 @@
   writer on a marker-file gate shared with the test (``$CHECKFLOW_E2E_GATES``).
 - ``two_requests``: two reviewers each ask for a number (or take ``RequestCancelled``).
 - ``chat``: a chat-shaped start (``list[ChatMessage]``) that says what it was fed.
+- ``shared``: says the shared state clients may write (``theme``, ``filters``; served with
+  ``shared_adapter``) and counts its turns in ``turns`` (the workflow's own key). ``ask:``
+  pauses for a yes/no, ``fail:`` raises, ``hold:<name>`` waits on a gate, ``grow:<n>`` adds
+  ``n`` entries to ``log`` (a state that grows: its deltas stay small).
+- ``growing``: three supersteps (``first`` -> ``second`` -> ``third``), each adding the text's
+  number of entries to ``log`` and naming itself in ``step``; ``fail:<n>`` makes ``third``
+  raise after the others grew the log; ``hold:<name>`` holds ``second`` on a gate.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from checkflow.adapters.agui import AGUIAdapter
 from checkflow.agents import ChatMessage
+from checkflow.state import register_state_type
 from checkflow.workflows import (
     Executor,
     RequestCancelled,
@@ -103,3 +112,70 @@ class Listener(Executor):
 
 
 chat = WorkflowBuilder(start_executor=Listener("listener"), name="agui-chat").build()
+
+
+@register_state_type
+@dataclass(frozen=True)
+class Filters:
+    tags: list[str]
+    limit: int = 10
+
+
+SHARED_WRITABLE = {"theme": str, "filters": Filters}
+"""The shared-state keys an AG-UI client may write in the ``shared`` flow, with their types."""
+
+
+def _says(ctx: WorkflowContext) -> str:
+    filters = ctx.get_state("filters")
+    tags = ",".join(filters.tags) if isinstance(filters, Filters) else "-"
+    return f"theme={ctx.get_state('theme', 'plain')} tags={tags}"
+
+
+class Sayer(Executor):
+    @handler
+    async def say(self, text: str, ctx: WorkflowContext) -> None:
+        ctx.set_state("turns", ctx.get_state("turns", 0) + 1)
+        if text.startswith("fail:"):
+            raise RuntimeError("the sayer refused")
+        if text.startswith("hold:"):
+            await _gate(text.removeprefix("hold:"))
+        if text.startswith("grow:"):
+            log = list(ctx.get_state("log", []))
+            start = len(log)
+            log.extend(f"entry {start + i}" for i in range(int(text.removeprefix("grow:"))))
+            ctx.set_state("log", log)
+        await ctx.yield_output(f"{text}: {_says(ctx)}")
+        if text.startswith("ask:"):
+            await ctx.request_info({"question": "Again?"}, response_type=bool)
+
+    @response_handler
+    async def again(self, request: dict, yes: bool, ctx: WorkflowContext) -> None:
+        await ctx.yield_output(f"again: {_says(ctx)}" if yes else "no")
+
+
+shared = WorkflowBuilder(start_executor=Sayer("sayer"), name="agui-shared").build()
+shared_adapter = AGUIAdapter(writable_state=SHARED_WRITABLE)
+
+
+class Grower(Executor):
+    @handler
+    async def grow(self, text: str, ctx: WorkflowContext[str]) -> None:
+        held = text.startswith("hold:")
+        count = 1 if held else int(text.rsplit(":", 1)[-1])
+        if text.startswith("fail:") and self.id == "third":
+            raise RuntimeError("the third grower refused")
+        if held and self.id == "second":
+            await _gate(text.removeprefix("hold:"))
+        log = list(ctx.get_state("log", []))
+        log.extend(f"{self.id} {len(log) + i}" for i in range(count))
+        ctx.set_state("log", log)
+        ctx.set_state("step", self.id)
+        if self.id == "third":
+            await ctx.yield_output(f"grew to {len(log)}")
+        else:
+            await ctx.send_message(text)
+
+
+_first, _second, _third = Grower("first"), Grower("second"), Grower("third")
+growing = WorkflowBuilder(start_executor=_first, name="agui-growing").add_chain(
+    [_first, _second, _third]).build()

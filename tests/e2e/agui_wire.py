@@ -6,10 +6,12 @@ Shared by the in-process tests (``tests/adapters/agui``) and the real-server one
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["RESUME_VIOLATIONS", "parse_sse", "untimed"]
+import jsonpatch
+
+__all__ = ["RESUME_VIOLATIONS", "followed_states", "parse_sse", "untimed"]
 
 
 def parse_sse(text: str) -> list[dict[str, Any]]:
@@ -25,6 +27,20 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
 def untimed(event: dict[str, Any]) -> dict[str, Any]:
     """An event without its ``timestamp`` (when it was made), to compare what it says."""
     return {k: v for k, v in event.items() if k != "timestamp"}
+
+
+def followed_states(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The state a client following the stream holds after each ``STATE_SNAPSHOT`` or
+    ``STATE_DELTA`` (deltas applied with ``jsonpatch``, as RFC 6902 says; a delta before any
+    snapshot fails here, as it would for a new client)."""
+    states: list[dict[str, Any]] = []
+    for event in events:
+        if event["type"] == "STATE_SNAPSHOT":
+            states.append(event["snapshot"])
+        elif event["type"] == "STATE_DELTA":
+            assert states, "a STATE_DELTA before any STATE_SNAPSHOT"
+            states.append(jsonpatch.apply_patch(states[-1], event["delta"]))
+    return states
 
 
 def _answer(interrupt_id: str, payload: Any = 1, status: str = "resolved") -> dict[str, Any]:

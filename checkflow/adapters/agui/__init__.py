@@ -21,9 +21,14 @@ The rules, which clients can rely on:
   handler; a retry of a running one attaches to it; ``run_id_reused`` if it brings new input.
 - **Stream.** ``RUN_STARTED`` (``protocolVersion: "1.0"``), balanced ``STEP_*`` per
   superstep, text outputs (``str``, ``ChatMessage``, agent responses; agent deltas live) as
-  ``TEXT_MESSAGE_*``, other outputs as ``CUSTOM`` ``checkflow:output``, the shared state as
-  ``STATE_SNAPSHOT``, ``MESSAGES_SNAPSHOT``, then ``RUN_FINISHED`` with ``success``,
-  ``interrupt`` or ``cancelled``. Nothing after it; ``: ping`` comments while idle.
+  ``TEXT_MESSAGE_*``, other outputs as ``CUSTOM`` ``checkflow:output``, the shared state as a
+  ``STATE_SNAPSHOT`` first and then ``STATE_DELTA`` (RFC 6902) per committed change when
+  smaller, ``MESSAGES_SNAPSHOT``, then ``RUN_FINISHED`` with ``success``, ``interrupt`` or
+  ``cancelled``. Nothing after it; ``: ping`` comments while idle. Every event carries
+  ``timestamp`` (ms since the epoch).
+- **Shared state.** ``AGUIAdapter(writable_state={key: type})`` lets ``RunAgentInput.state``
+  write those keys (a changed value, decoded as its type; else 422 ``invalid_state``), in the
+  turn's input commit; without it ``state`` is ignored.
 - **Interrupts.** One per pending request: ``id`` = request id, ``reason`` ``input_required``,
   ``responseSchema`` = the response type's JSON Schema, ``message`` from the request data's
   text, ``metadata.checkflow`` = ``{requestData, sourceExecutorId, resumeToken}``.

@@ -11,7 +11,7 @@ another adapter, and nothing it does writes a record of its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import Message, RunAgentInput
@@ -30,6 +30,7 @@ from checkflow.adapters.agui._input import (
 )
 from checkflow.adapters.agui._streams import Streams, error_code
 from checkflow.adapters.agui._thread import turn_origin
+from checkflow.adapters.agui._writes import StateWrites
 from checkflow.errors import (
     CheckflowError,
     ConversationBusyError,
@@ -68,18 +69,23 @@ class AGUIAdapter:
     """Serves a host over AG-UI 1.0 at ``POST {path}`` (default ``/agui``), one run per request.
 
     ``ping_interval`` is how long an idle stream waits before a keep-alive comment.
+    ``writable_state`` opts in to clients writing the workflow's shared state: it maps each
+    key a client may write (in ``RunAgentInput.state``) to the type its value must decode
+    as; the write is committed with the turn's input. Without it ``state`` is ignored.
 
     ``threadId`` is the host conversation id (scoped by the request's principal), so the
     native API shows the same conversation at ``/v1/conversations/{threadId}``.
     """
 
-    def __init__(self, path: str = "/agui", *, ping_interval: float = 15.0) -> None:
+    def __init__(self, path: str = "/agui", *, ping_interval: float = 15.0,
+                 writable_state: Mapping[str, Any] | None = None) -> None:
         if not path.startswith("/") or path.rstrip("/") == "":
             raise ValueError(f"the AG-UI path must be a non-root absolute path, not {path!r}")
         if ping_interval <= 0:
             raise ValueError(f"ping_interval must be positive, not {ping_interval!r}")
         self.path = path.rstrip("/")
         self.ping_interval = ping_interval
+        self.writable_state = None if writable_state is None else StateWrites(writable_state)
         self.prefixes = (self.path,)
         self.name = "agui"
 
@@ -87,7 +93,7 @@ class AGUIAdapter:
         """The one AG-UI route, bound to ``host``."""
 
         async def endpoint(request: Request) -> Response:
-            return await _Run.start(host, request, self.ping_interval)
+            return await _Run.start(host, request, self.ping_interval, self.writable_state)
 
         return [Route(self.path, endpoint, methods=["POST"], name="agui")]
 
@@ -102,7 +108,8 @@ class _Run:
         self.streams = Streams(host, body.thread_id, body.run_id, principal)
 
     @classmethod
-    async def start(cls, host: Host, request: Request, ping_interval: float) -> Response:
+    async def start(cls, host: Host, request: Request, ping_interval: float,
+                    writable: StateWrites | None = None) -> Response:
         body = await read_json(request, RunAgentInput)
         try:
             options = options_from(body.forwarded_props)
@@ -137,11 +144,13 @@ class _Run:
             return respond(streams.guarded(streams.reconnect(view)))
         taken = [wire_message(m) for m in fresh]
         token = None if options.resume_token is None else ResumeToken(*options.resume_token)
+        written = await run._writes(writable, options.from_snapshot)
         try:
             turn = await host.run(
                 body.thread_id, message=message, responses=responses, principal=run.principal,
                 from_snapshot=options.from_snapshot, resume_token=token, stream=True,
                 idempotency_key=body.run_id, origin=turn_origin(body.run_id, taken),
+                shared_state=written or None,
             )
         except TurnInProgressError as exc:
             if exc.idempotency_key != body.run_id:
@@ -157,6 +166,22 @@ class _Run:
             return respond(streams.guarded(streams.replay(turn.record, await streams.view())))
         return respond(streams.run(turn, view, taken, branched=options.from_snapshot is not None,
                                    refused=_REFUSED_CODES))
+
+    async def _writes(self, writable: StateWrites | None, at: str | None) -> dict[str, Any]:
+        """The shared-state keys this run's ``state`` writes (none unless the adapter opted
+        in); ``SharedStateWriteError`` (HTTP 422) for a refused one, before anything runs."""
+        state = self.body.state
+        if writable is None or not state:
+            return {}
+        base = await self.streams.shared_state(at)
+        if base is None:  # an unknown snapshot: the host refuses the run itself
+            return {}
+        try:
+            return writable.writes(state, base)
+        except ValueError as exc:
+            if isinstance(exc, CheckflowError):
+                raise
+            raise HttpError(422, "invalid_request", str(exc), field="state") from exc
 
     async def _message(self, fresh: Sequence[Message]) -> Any:
         """The workflow ``message`` the new messages make, or ``None`` when nothing is new."""

@@ -1,12 +1,13 @@
 """Workflow events and run results -> AG-UI 1.0 events, for one run.
 
-``RunTranslator`` is pure: it turns the events a hosted run yields (and how the run ended)
-into ``ag_ui.core`` event models in an order the AG-UI verifier accepts: ``RUN_STARTED``
-first, balanced ``STEP_*`` per superstep, balanced ``TEXT_MESSAGE_*`` triads, and exactly one
-terminal event (``RUN_FINISHED`` with its outcome, or ``RUN_ERROR``). Every event carries
-``timestamp`` (milliseconds since the Unix epoch, what every AG-UI SDK sets): the workflow
-event's own time when it has one, else the translator's clock when the event is made. This
-module must never do I/O, touch a host or know about HTTP.
+``RunTranslator`` is pure: it turns the events a hosted run yields (and how the run ended) into
+``ag_ui.core`` event models in an order the AG-UI verifier accepts: ``RUN_STARTED`` first,
+balanced ``STEP_*`` per superstep, balanced ``TEXT_MESSAGE_*`` triads, the shared state as a
+``STATE_SNAPSHOT`` first and then as ``STATE_DELTA``s (JSON Patch, ``_delta``) when they are
+smaller, and exactly one terminal event (``RUN_FINISHED`` with its outcome, or ``RUN_ERROR``).
+Every event carries ``timestamp`` (milliseconds since the Unix epoch, what every AG-UI SDK
+sets): the workflow event's own time when it has one, else the translator's clock when the
+event is made. This module must never do I/O, touch a host or know about HTTP.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ag_ui.core import (
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StateDeltaEvent,
     StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
@@ -36,6 +38,7 @@ from ag_ui.core import (
     TextMessageStartEvent,
 )
 
+from checkflow.adapters.agui._delta import state_patch
 from checkflow.agents import AgentResponse, AgentRunUpdateEvent, ChatMessage
 from checkflow.workflows import (
     OutputEvent,
@@ -111,6 +114,7 @@ class RunTranslator:
         self._open: dict[str, tuple[str, str]] = {}  # executor id -> (message id, role)
         self._streamed: set[str] = set()  # executors whose deltas already showed their reply
         self._texts: dict[str, list[str]] = {}
+        self._state: Mapping[str, Any] | None = None  # the last state this stream sent
         self.finished = False
 
     def name_messages(self, new_id: Callable[[], str]) -> None:
@@ -149,6 +153,20 @@ class RunTranslator:
             out = self._output(event.executor_id, event.data)
         return _stamp(out, stamp)
 
+    def state(self, current: Mapping[str, Any]) -> list[BaseEvent]:
+        """The event that brings a client from the last state this stream sent to
+        ``current``: a ``STATE_SNAPSHOT`` the first time, then a ``STATE_DELTA`` (RFC 6902)
+        when it is smaller than a snapshot, else a snapshot; nothing when nothing changed."""
+        previous, self._state = self._state, current
+        if previous is None:
+            return _stamp([StateSnapshotEvent(snapshot=dict(current))], self._clock())
+        patch = state_patch(previous, current)
+        if patch == []:
+            return []
+        event: BaseEvent = (StateSnapshotEvent(snapshot=dict(current)) if patch is None
+                            else StateDeltaEvent.model_validate({"delta": patch}))
+        return _stamp([event], self._clock())
+
     def finish(
         self,
         status: RunStatus,
@@ -160,6 +178,7 @@ class RunTranslator:
     ) -> list[BaseEvent]:
         """The end of a run that did not fail: snapshots, then ``RUN_FINISHED`` with its outcome.
 
+        The state goes as ``state()`` sends it (nothing when the stream already showed it).
         The events are stamped now (``clock``). ``pending`` holds the hosting toolkit's
         pending views (``request_id``, ``data``, ``response_schema``, ``source_executor_id``);
         ``transcript`` the thread's messages (this run's own text messages are appended to it,
@@ -167,7 +186,7 @@ class RunTranslator:
         """
         out = self._close_step()
         if state is not None:
-            out.append(StateSnapshotEvent(snapshot=dict(state)))
+            out.extend(self.state(state))
         if transcript is not None:
             known = {m.get("id") for m in transcript}
             messages = [*transcript, *(m for m in self.messages if m["id"] not in known)]
@@ -186,10 +205,14 @@ class RunTranslator:
         return _stamp(out, self._clock())
 
     def error(self, code: str, message: str,
-              transcript: Sequence[Mapping[str, Any]] | None = None) -> list[BaseEvent]:
-        """The end of a failed run: open triads closed, the thread's ``MESSAGES_SNAPSHOT``
-        when ``transcript`` is given, then ``RUN_ERROR`` (code + message)."""
+              transcript: Sequence[Mapping[str, Any]] | None = None,
+              state: Mapping[str, Any] | None = None) -> list[BaseEvent]:
+        """The end of a failed run: open triads closed, the shared state back at the last
+        good head when ``state`` is given (a delta or a snapshot, as ``state()``), the
+        thread's ``MESSAGES_SNAPSHOT`` when ``transcript`` is given, then ``RUN_ERROR``."""
         out = self._close_step()
+        if state is not None:
+            out.extend(self.state(state))
         if transcript is not None:
             out.append(MessagesSnapshotEvent.model_validate({"messages": list(transcript)}))
         out.append(RunErrorEvent(code=code, message=message))

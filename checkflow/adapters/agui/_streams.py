@@ -1,9 +1,11 @@
 """The AG-UI event streams of one request: a turn run, replayed, attached to, or reconnected.
 
-Each is ``RUN_STARTED`` ... one terminal event, and every ending is rendered from what the
-host says after the turn: the turn's result, or the lineage (``Host.turns``) and the turn's
-record (``Host.find_turn``). Nothing is written here. This module must never load a
-checkpoint or a session itself, nor import a private hosting module.
+Each is ``RUN_STARTED`` ... one terminal event, and every ending is rendered from what the host
+says after the turn: the turn's result, or the lineage (``Host.turns``) and the turn's record
+(``Host.find_turn``). The shared state is read from the snapshots the turn commits (each
+``SnapshotCommittedEvent`` carries its own), decoded only when its bytes changed, and sent as
+the translator decides (a snapshot first, deltas after). Nothing is written here. This module
+must never load a checkpoint or a session itself, nor import a private hosting module.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from ag_ui.core import BaseEvent
 
 from checkflow.adapters.agui._events import RunTranslator
 from checkflow.adapters.agui._thread import ThreadView, message_ids
-from checkflow.checkpoints import Checkpoint
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
 from checkflow.errors import (
     CheckflowError,
     ConversationNotFoundError,
     NoCheckpointsError,
+    SnapshotNotFoundError,
 )
 from checkflow.hosting import (
     ConversationState,
@@ -32,7 +35,15 @@ from checkflow.hosting import (
     jsonable,
     pending_view,
 )
-from checkflow.workflows import OutputEvent, PendingRequest, RunStatus, inspect_snapshot
+from checkflow.workflows import (
+    OutputEvent,
+    PendingRequest,
+    RunStatus,
+    SnapshotCommittedEvent,
+    WorkflowEvent,
+    inspect_shared_state,
+    same_shared_state,
+)
 
 __all__ = ["Streams", "describe", "error_code"]
 
@@ -76,16 +87,22 @@ def describe(exc: BaseException | str | None) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _shared_state(checkpoint: Checkpoint | None, token: ResumeToken | None
-                  ) -> dict[str, Any] | None:
-    """The workflow's shared state at ``token`` (none for an agent host)."""
+def _snapshot_at(checkpoint: Checkpoint | None, token: ResumeToken | None
+                 ) -> CheckpointSnapshot | None:
     if checkpoint is None or token is None:
         return None
     try:
-        snapshot = checkpoint.get_snapshot(token.snapshot_id)
+        return checkpoint.get_snapshot(token.snapshot_id)
     except CheckflowError:
         return None
-    shared = jsonable(inspect_snapshot(snapshot).shared_state)
+
+
+def _state_json(snapshot: CheckpointSnapshot) -> dict[str, Any] | None:
+    """The shared state at ``snapshot`` as JSON (``None`` when it cannot be read)."""
+    try:
+        shared = jsonable(inspect_shared_state(snapshot))
+    except CheckflowError:
+        return None
     return shared if isinstance(shared, dict) else None
 
 
@@ -97,6 +114,38 @@ class Streams:
         self.thread_id = thread_id
         self.principal = principal
         self.translator = RunTranslator(thread_id, run_id, to_json=jsonable)
+        self._shown: CheckpointSnapshot | None = None  # whose shared state was sent last
+
+    def _translate(self, event: WorkflowEvent) -> list[BaseEvent]:
+        """The event's AG-UI events; after a committed snapshot, its shared state if it
+        changed (as the translator sends it: a snapshot first, then deltas)."""
+        out = self.translator.translate(event)
+        if type(event) is SnapshotCommittedEvent and event.snapshot is not None:
+            out.extend(self._state_events(event.snapshot))
+        return out
+
+    def _state_events(self, snapshot: CheckpointSnapshot) -> list[BaseEvent]:
+        shown = self._shown
+        if shown is not None and (shown is snapshot or same_shared_state(shown, snapshot)):
+            return []
+        state = _state_json(snapshot)
+        if state is None:
+            return []
+        self._shown = snapshot
+        return self.translator.state(state)
+
+    def _state_at(self, checkpoint: Checkpoint | None, token: ResumeToken | None
+                  ) -> dict[str, Any] | None:
+        """The shared state at ``token`` for an ending; ``None`` (send nothing) when there is
+        none (an agent host) or the stream already showed exactly that state."""
+        snapshot = _snapshot_at(checkpoint, token)
+        if snapshot is None:
+            return None
+        shown = self._shown
+        if shown is not None and (shown is snapshot or same_shared_state(shown, snapshot)):
+            return None
+        self._shown = snapshot
+        return _state_json(snapshot)
 
     # -- reading the thread ------------------------------------------------------------------
 
@@ -107,6 +156,20 @@ class Streams:
         except _MISSING:
             turns = []
         return ThreadView.of(turns, jsonable)
+
+    async def shared_state(self, at: str | None = None) -> dict[str, Any] | None:
+        """The shared state (JSON) at snapshot ``at``, else at the thread's head; ``{}`` for
+        a thread that has none yet (or an agent's), ``None`` for an unknown snapshot."""
+        try:
+            checkpoint, token = await self.host.get_checkpoint(self.thread_id,
+                                                               principal=self.principal)
+        except _MISSING:
+            return {}
+        try:
+            snapshot = checkpoint.get_snapshot(at or token.snapshot_id)
+        except SnapshotNotFoundError:
+            return None
+        return _state_json(snapshot) or {}
 
     async def conversation(self) -> ConversationState | None:
         try:
@@ -147,7 +210,7 @@ class Streams:
         completed = False
         try:
             async for event in turn:
-                if chunk := _frames(self.translator.translate(event)):
+                if chunk := _frames(self._translate(event)):
                     yield chunk
             result = await turn.get_result()
             completed = True
@@ -157,8 +220,11 @@ class Streams:
         finally:
             if not completed:
                 await turn.aclose()  # a client that left cancels at the next safe point
-        if result.status is RunStatus.FAILED:
-            yield _frames(self.translator.error("workflow_failed", describe(result.error)))
+        checkpoint = None if result.result is None else result.result.checkpoint
+        if result.status is RunStatus.FAILED:  # the state back at the last good head
+            yield _frames(self.translator.error(
+                "workflow_failed", describe(result.error),
+                state=self._state_at(checkpoint, result.resume_token)))
             return
         if result.status is RunStatus.CANCELLED:  # the head did not move: the thread as it was
             transcript = view.transcript
@@ -167,11 +233,10 @@ class Streams:
             transcript = (await self.view()).transcript
         else:
             transcript = [*view.transcript, *(dict(m) for m in taken)]
-        checkpoint = None if result.result is None else result.result.checkpoint
         yield _frames(self.translator.finish(
             result.status, pending=_views(result.pending_requests.values()),
             resume_token=_token_view(result.resume_token), transcript=transcript,
-            state=_shared_state(checkpoint, result.resume_token),
+            state=self._state_at(checkpoint, result.resume_token),
         ))
 
     async def guarded(self, events: AsyncGenerator[bytes, None]
@@ -228,7 +293,7 @@ class Streams:
         events = self.host.follow(self.thread_id, turn_id=turn_id, principal=self.principal)
         try:
             async for event in events:
-                if chunk := _frames(self.translator.translate(event)):
+                if chunk := _frames(self._translate(event)):
                     yield chunk
         finally:
             close = getattr(events, "aclose", None)
@@ -240,13 +305,13 @@ class Streams:
         """The end of a stream that ran nothing itself: ``record``'s outcome (a committed
         turn's, or a failure's), else the head's (its open interrupts, or success)."""
         token = None if state is None else state.resume_token
-        shared = _shared_state(None if state is None else state.checkpoint, token)
+        shared = self._state_at(None if state is None else state.checkpoint, token)
         if (record is None and missing_is_failure) or (
                 record is not None and record.state == "failed"):
             why = "the turn's record is gone" if record is None else describe(record.error)
             return self.translator.error(
                 TURN_FAILED, f"the thread's last run failed ({why}); the thread is back at "
-                             f"its last good state", transcript=view.transcript)
+                             f"its last good state", transcript=view.transcript, state=shared)
         status, pending = RunStatus.IDLE, list(view.open.values())
         if pending:
             status = RunStatus.AWAITING_RESPONSES

@@ -30,7 +30,7 @@ from checkflow.workflows import (
     response_handler,
 )
 from tests.e2e.agui_flows import approval, chat, two_requests
-from tests.e2e.agui_wire import RESUME_VIOLATIONS, parse_sse, untimed
+from tests.e2e.agui_wire import RESUME_VIOLATIONS, followed_states, parse_sse, untimed
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -183,9 +183,10 @@ async def test_the_workflow_shared_state_is_the_state_snapshot() -> None:
     workflow = WorkflowBuilder(start_executor=Tally("tally"), name="tally").build()
     async with client_for(create_app(WorkflowHost(workflow), adapters=[AGUIAdapter()])) as c:
         events = await post(c, run_input("t", [user("one two three")]))
-    (state,) = [e for e in events if e["type"] == "STATE_SNAPSHOT"]
-    assert state["snapshot"] == {"words": 3}
-    assert types(events)[-3:] == ["STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    shown = [e["type"] for e in events if e["type"].startswith("STATE_")]
+    assert shown[0] == "STATE_SNAPSHOT"  # the state as the turn took its input: {}
+    assert followed_states(events) == [{}, {"words": 3}]
+    assert types(events)[-2:] == ["MESSAGES_SNAPSHOT", "RUN_FINISHED"]
 
 
 async def test_an_agent_host_streams_its_reply_as_text() -> None:
@@ -580,9 +581,10 @@ async def test_a_reconnect_after_a_failed_turn_is_turn_failed_with_the_lineage(
     failed = await post(client, run_input("t-f", [first, user("fail:coffee", "u2")]))
     assert failed[-1]["code"] == "workflow_failed"
     reconnect = await post(client, run_input("t-f", []))
-    assert types(reconnect) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_ERROR"]
+    assert types(reconnect) == ["RUN_STARTED", "STATE_SNAPSHOT", "MESSAGES_SNAPSHOT",
+                                "RUN_ERROR"]
     assert reconnect[-1]["code"] == "turn_failed" and "failed" in reconnect[-1]["message"]
-    assert [m["content"] for m in reconnect[1]["messages"]] == ["tea", "dropped"]
+    assert [m["content"] for m in reconnect[2]["messages"]] == ["tea", "dropped"]
     again = await post(client, run_input("t-f", [first, user("fail:coffee", "u2")]))
     assert again[-1]["code"] == "workflow_failed"  # the failed message is not seen: it ran again
     (asked,) = await pause_with(client, "t-f", [first, user("tea", "u3")])

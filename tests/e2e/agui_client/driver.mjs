@@ -7,7 +7,10 @@
 // the event types the client saw (after its own verifier), the RUN_ERROR events, the
 // RUN_FINISHED outcome, the MESSAGES_SNAPSHOT message lists (`snapshots`), the text deltas
 // (`deltas`), each event's `timestamp` as the client read it (`stamps`: [type, timestamp]),
-// and the rejection (HTTP status + payload) if runAgent() threw.
+// the agent's state after each STATE_SNAPSHOT or STATE_DELTA the client applied itself
+// (`states`, with the event type) and at the end (`state`), the client's warnings
+// (`warnings`: a patch it could not apply says so there), and the rejection (HTTP status +
+// payload) if runAgent() threw.
 // The pytest side asserts on that line; this script decides nothing about pass or fail.
 //
 // `input` (all optional): threadId, text, texts, answers ([{status, payload}] in interrupt
@@ -40,11 +43,16 @@ function userMessage(text) {
 async function run(agent, parameters = {}, startedMarker = undefined, textMarker = undefined) {
   const runId = parameters.runId ?? randomUUID();
   const record = { runId, events: [], runErrors: [], outcome: null, rejected: null,
-                   snapshots: [], deltas: [], stamps: [] };
+                   snapshots: [], deltas: [], stamps: [], states: [], warnings: [] };
+  let applying = null;
   const subscriber = {
     onEvent: ({ event }) => {
       record.events.push(event.type);
       record.stamps.push([event.type, event.timestamp ?? null]);
+      applying = event.type;
+    },
+    onStateChanged: ({ state }) => {
+      record.states.push([applying, structuredClone(state)]);
     },
     onRunStartedEvent: () => {
       if (startedMarker) writeFileSync(startedMarker, "started");
@@ -63,6 +71,11 @@ async function run(agent, parameters = {}, startedMarker = undefined, textMarker
       record.outcome = event.outcome ?? null;
     },
   };
+  const warn = console.warn;
+  console.warn = (...args) => {
+    record.warnings.push(args.map(String).join(" "));
+    warn(...args);
+  };
   try {
     const result = await agent.runAgent({ ...parameters, runId }, subscriber);
     record.newMessages = result.newMessages;
@@ -73,7 +86,9 @@ async function run(agent, parameters = {}, startedMarker = undefined, textMarker
       payload: error?.payload ?? null,
     };
   }
+  console.warn = warn;
   record.pendingInterrupts = agent.pendingInterrupts;
+  record.state = agent.state;
   return record;
 }
 
@@ -113,11 +128,14 @@ async function waitForFile(path, seconds = 30) {
 // `add` appends one user message {id?, text}), its `runId`, `resume` ("pending": answer the
 // agent's open interrupts with `answers`; or a raw resume[] array), `forwardedProps`, and
 // `started` (a file written once RUN_STARTED arrives, so a test knows the stream is open),
-// `text` (a file written at each TEXT_MESSAGE_CONTENT, holding its delta).
+// `text` (a file written at each TEXT_MESSAGE_CONTENT, holding its delta), `state` (the
+// agent's state to send: `agent.setState`, replacing its copy; `patch` merges keys into it).
 async function step(agent, spec) {
   if (spec.messages) agent.setMessages(spec.messages);
   if (spec.add) agent.addMessage({ ...userMessage(spec.add.text), ...(spec.add.id && { id: spec.add.id }) });
   if (spec.pending) agent.pendingInterrupts = spec.pending;
+  if (spec.state) agent.setState(spec.state);
+  if (spec.patch) agent.setState({ ...agent.state, ...spec.patch });
   const parameters = {};
   if (spec.runId) parameters.runId = spec.runId;
   if (spec.forwardedProps) parameters.forwardedProps = spec.forwardedProps;
@@ -213,6 +231,7 @@ async function main() {
     runs,
     messages: agent.messages,
     pendingInterrupts: agent.pendingInterrupts,
+    state: agent.state,
     errors,
     ...(extra ?? {}),
   };
