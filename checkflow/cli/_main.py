@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--storage", default=default_storage, metavar="URL", help=storage_help)
     names = _adapter_names()
     serve.add_argument("--adapters", default=None, metavar="NAME,...",
-                       help="comma-separated: native (the native API, always served), "
+                       help="comma-separated, what is mounted (the health probes always): native "
+                            "(the native API /v1 and /openapi.json), "
                             f"{', '.join(names)} (each needs the extra of its name: pip "
                             "install 'checkflow[NAME]'), or MODULE:ATTR naming an adapter "
                             "or a factory of one (default native)")

@@ -54,7 +54,8 @@ def load_object(spec: str) -> Any:
 
 
 def _adapters(names: Sequence[str], *, public_url: str | None = None) -> list[Adapter]:
-    """Adapters by name: ``native`` (always mounted), ``checkflow.adapters.<name>``'s
+    """Adapters by name: ``native`` (the native API, mounted only when named: see
+    ``_serve``), ``checkflow.adapters.<name>``'s
     ``default_adapter()``, or a ``MODULE:ATTR`` naming an adapter or a factory of one.
 
     A factory that takes ``public_url`` (the A2A card's interface URLs) is given it."""
@@ -186,7 +187,7 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
                             timeout=options.body_timeout, min_rate=options.min_body_rate)
         app = create_app(hosted, adapters=adapter_objects, authenticate=auth,
                          on_disconnect=options.on_disconnect, middleware=middleware,
-                         limits=limits)
+                         limits=limits, native="native" in options.adapters)
         options = within_descriptor_limit(options)
         quiet_accept_errors(asyncio.get_running_loop())
         server = GracefulServer(server_config(app, options), hosted, options.shutdown_timeout)

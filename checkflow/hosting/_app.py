@@ -417,15 +417,18 @@ def build_app(
     limits: BodyLimits,
     middleware: Sequence[Middleware] = (),
     on_disconnect: str = "cancel",
+    native: bool = True,
 ) -> Starlette:
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
     max_body_bytes = limits.max_bytes
-    routes = [*_health_routes(host), _openapi_route(host)]
+    routes: list[BaseRoute] = [*_health_routes(host)]
+    if native:
+        routes.append(_openapi_route(host))
     rules: list[BodyRule] = []
     routes.extend(_adapter_mounts(host, adapters, limits, rules))
-    if isinstance(host, AgentHost):
+    if native and isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
-    else:
+    elif native:  # without it: the adapters alone (and the health probes)
         routes.extend(_workflow_routes(host, max_body_bytes, on_disconnect))
     stack = [*middleware, Middleware(_EncodedNativePaths)]
     if authenticate is not None:

@@ -43,8 +43,10 @@ def create_app(
     middleware: Sequence[Middleware] = (),
     on_disconnect: str = "cancel",
     limits: BodyLimits | None = None,
+    native: bool = True,
 ) -> Starlette:
-    """A Starlette app serving ``host``: ``/healthz``, ``/readyz``, adapters, the native API.
+    """A Starlette app serving ``host``: ``/healthz``, ``/readyz``, adapters, the native API
+    (``/v1/...`` and ``/openapi.json``; ``native=False`` leaves it out, the probes stay).
 
     ``authenticate(request) -> principal | None`` (sync or async), when given, runs for every
     request but the health probes; ``None`` answers 401, and each principal sees only its
@@ -69,4 +71,4 @@ def create_app(
     if max_body_bytes is not None:
         bounds = dataclasses.replace(bounds, max_bytes=max_body_bytes)
     return build_app(host, adapters=adapters, authenticate=authenticate, limits=bounds,
-                     middleware=middleware, on_disconnect=on_disconnect)
+                     middleware=middleware, on_disconnect=on_disconnect, native=native)

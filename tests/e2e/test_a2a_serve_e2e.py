@@ -73,7 +73,7 @@ def request_id(task: a2a_pb2.Task) -> str:
 
 async def test_card_send_and_stream_over_a_real_server(start_server: Any, connect: Any,
                                                        binding: str) -> None:
-    server = start_server(TARGET, None, "--adapters", "a2a")
+    server = start_server(TARGET, None, "--adapters", "native,a2a")
     async with httpx.AsyncClient() as http:
         card = (await http.get(f"{server.url}/.well-known/agent-card.json")).json()
     assert [i["url"] for i in card["supportedInterfaces"]] == [f"{server.url}/a2a",
@@ -92,12 +92,12 @@ async def test_card_send_and_stream_over_a_real_server(start_server: Any, connec
 async def test_a_paused_task_continues_after_a_restart_and_on_a_second_server(
         start_server: Any, connect: Any, tmp_path: Path) -> None:
     storage = f"file:{tmp_path / 'shared'}"
-    first = start_server(TARGET, storage, "--adapters", "a2a")
+    first = start_server(TARGET, storage, "--adapters", "native,a2a")
     paused = await one_task(await connect(first.url), message("ask", context_id="ctx-e2e"))
     assert paused.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED
     first.stop()
-    restarted = start_server(TARGET, storage, "--adapters", "a2a")
-    second = start_server(TARGET, storage, "--adapters", "a2a")  # a replica on the same files
+    restarted = start_server(TARGET, storage, "--adapters", "native,a2a")
+    second = start_server(TARGET, storage, "--adapters", "native,a2a")  # a replica, same files
     client = await connect(restarted.url)
     read = await client.get_task(a2a_pb2.GetTaskRequest(id=paused.id))
     assert read.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED
@@ -117,7 +117,7 @@ async def test_a_paused_task_continues_after_a_restart_and_on_a_second_server(
 
 async def test_subscribing_to_a_working_task_follows_it_to_the_end(
         start_server: Any, connect: Any, gates: Any) -> None:
-    server = start_server(TARGET, None, "--adapters", "a2a")
+    server = start_server(TARGET, None, "--adapters", "native,a2a")
     request = message("hold:sub", context_id="ctx-sub")
     request.configuration.return_immediately = True
     task = await one_task(await connect(server.url), request)

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.slow
 
 TARGET = "a2a_truth_flows:workflow"
 WHOLE = "a2a_truth_flows:whole"
-A2A = ("--adapters", "a2a")
+A2A = ("--adapters", "native,a2a")
 INPUT_REQUIRED = a2a_pb2.TASK_STATE_INPUT_REQUIRED
 COMPLETED = a2a_pb2.TASK_STATE_COMPLETED
 CANCELED = a2a_pb2.TASK_STATE_CANCELED

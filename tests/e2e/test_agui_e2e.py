@@ -62,7 +62,7 @@ def drive() -> Any:
 
 
 def serve(start_server: Any, target: str, storage: str | None = None) -> Any:
-    return start_server(f"agui_flows:{target}", storage, "--adapters", "agui")
+    return start_server(f"agui_flows:{target}", storage, "--adapters", "native,agui")
 
 
 def texts(result: dict[str, Any], role: str = "assistant") -> list[str]:

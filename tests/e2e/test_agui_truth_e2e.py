@@ -77,7 +77,7 @@ def drivers() -> Any:
 
 
 def serve(start_server: Any, storage: str | None = None, *extra: str) -> Any:
-    return start_server(TARGET, storage, "--adapters", "agui", *extra)
+    return start_server(TARGET, storage, "--adapters", "native,agui", *extra)
 
 
 def user(message_id: str, text: str) -> dict[str, Any]:

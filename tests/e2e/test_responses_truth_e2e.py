@@ -44,7 +44,7 @@ Gates = Any  # the gates fixture
 
 
 def _serve(start_server: Start, *extra: str) -> Any:
-    return start_server(TARGET, None, "--adapters", "foundry", *extra)
+    return start_server(TARGET, None, "--adapters", "native,foundry", *extra)
 
 
 def _client(server: Any, **options: Any) -> OpenAI:
@@ -100,8 +100,11 @@ def _text(body: dict[str, Any]) -> str:
 
 
 def _call_id(body: dict[str, Any]) -> str:
-    (call,) = [item for item in body["output"] if item["type"] == "function_call"]
-    return str(call["call_id"])
+    """The one pending request's id: a yes/no question is an ``mcp_approval_request`` (its
+    ``id``), answered here with a ``function_call_output`` all the same."""
+    (call,) = [item for item in body["output"]
+               if item["type"] in ("function_call", "mcp_approval_request")]
+    return str(call.get("call_id") or call["id"])
 
 
 def _reply(call_id: str, output: str) -> list[dict[str, Any]]:

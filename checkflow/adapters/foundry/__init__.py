@@ -29,9 +29,10 @@ How the protocol maps onto conversations and checkpoints:
   ``instructions`` as a leading system message.
 - Outputs are assistant messages (a string as is, anything else as JSON), then each pending
   request as a ``function_call`` item named ``request_info`` whose ``call_id`` is the request
-  id and whose ``arguments`` are ``{"request_id", "data", "response_schema"}``; a pause is
-  ``completed``. ``function_call_output`` (JSON first, then the text as sent) and
-  ``mcp_approval_response`` items answer calls.
+  id and whose ``arguments`` are ``{"request_id", "data", "response_schema"}``, or, for an
+  approval (a yes/no request, or an ``ApprovalRequest``), an ``mcp_approval_request`` whose
+  ``id`` is the request id; a pause is ``completed``. ``function_call_output`` (JSON first,
+  then the text as sent) and ``mcp_approval_response`` items answer calls.
 - ``background: true`` returns ``in_progress`` once the engine accepted the input;
   ``GET ?stream=true&starting_after=N`` follows a running response (``Host.follow``: from
   another process at superstep granularity, without token deltas) or derives an ended one at
@@ -52,9 +53,10 @@ with requires_extra("foundry", "checkflow.adapters.foundry"):
         FoundryAdapter,
         header_principal,
     )
+    from checkflow.adapters.foundry._approval import ApprovalRequest
 
-__all__ = ["SESSION_HEADER", "USER_HEADER", "FoundryAdapter", "default_adapter",
-           "header_principal"]
+__all__ = ["SESSION_HEADER", "USER_HEADER", "ApprovalRequest", "FoundryAdapter",
+           "default_adapter", "header_principal"]
 
 
 def default_adapter() -> FoundryAdapter:

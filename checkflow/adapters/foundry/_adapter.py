@@ -131,10 +131,13 @@ class FoundryAdapter:
     """The Responses protocol of Foundry hosted agents, at the server root.
 
     ``container=True`` applies the hosted-agent container contract: a request without an
-    authenticated principal is attributed to its ``x-agent-user-id`` header, and a new
-    response without ``conversation`` or ``previous_response_id`` runs in the conversation
-    named by ``x-agent-session-id``. ``max_body_bytes`` (default: the app's limit) bounds a
-    create request's body.
+    authenticated principal is attributed to its ``x-agent-user-id`` header; a new response
+    without ``conversation`` or ``previous_response_id`` runs in the conversation its session
+    names (``agent_session_id`` in the body, else the ``x-agent-session-id`` header, else
+    ``FOUNDRY_AGENT_SESSION_ID``); every response says its session (``agent_session_id`` and
+    the ``x-agent-session-id`` header) and its agent (``agent_reference``, from
+    ``FOUNDRY_AGENT_NAME`` and ``FOUNDRY_AGENT_VERSION``). ``max_body_bytes`` (default: the
+    app's limit) bounds a create request's body.
     """
 
     name = "foundry"
@@ -159,26 +162,43 @@ class FoundryAdapter:
 
     def routes(self, host: Host) -> list[BaseRoute]:
         """The Responses routes for ``host`` (a ``WorkflowHost`` or an ``AgentHost``)."""
-        service = ResponsesService(host, ContainerEnvironment.read() if self.container
-                                   else None)
+        environment = ContainerEnvironment.read() if self.container else None
+        service = ResponsesService(host, environment)
+
+        def session(request: Request, sent: str | None) -> str | None:
+            """The container session of a create: ``agent_session_id``, else the header,
+            else the container's own (``FOUNDRY_AGENT_SESSION_ID``); none outside one."""
+            if environment is None:
+                return None
+            header = request.headers.get(SESSION_HEADER, "").strip()
+            return sent or header or environment.session_id
+
+        def session_headers(found: str | None) -> dict[str, str]:
+            return {SESSION_HEADER: found} if found is not None else {}
+
+        def headers_of(body: Mapping[str, Any]) -> dict[str, str]:
+            found = body.get("agent_session_id")
+            return session_headers(found if isinstance(found, str) else None)
 
         async def create(request: Request) -> Response:
             body = await read_json(request, CreateResponseBody,
                                    max_body_bytes=self.max_body_bytes)
             parsed = parse_request(body)
-            hint = request.headers.get(SESSION_HEADER) if self.container else None
             key = request.headers.get(IDEMPOTENCY_HEADER, "").strip()
             plan = await service.plan(parsed, principal=self._principal(request),
-                                      session_hint=hint or None, key_header=key or None)
+                                      session_hint=session(request, parsed.agent_session_id),
+                                      key_header=key or None)
+            headers = session_headers(plan.origin.agent_session_id)
             if parsed.background:
                 started = await service.create_background(plan)
                 if not parsed.stream:
-                    return json_response(started)
+                    return json_response(started, headers=headers_of(started))
                 return sse_response(_sse(await service.replay(started["id"], plan.principal,
-                                                              -1)))
+                                                              -1)), headers=headers)
             if parsed.stream:
-                return sse_response(_sse(await service.create_stream(plan)))
-            return json_response(await service.create(plan))
+                return sse_response(_sse(await service.create_stream(plan)), headers=headers)
+            created = await service.create(plan)
+            return json_response(created, headers=headers_of(created))
 
         async def retrieve(request: Request) -> Response:
             response_id = request.path_params["response_id"]
@@ -186,16 +206,20 @@ class FoundryAdapter:
             if request.query_params.get("stream", "false").lower() == "true":
                 # events are numbered from 0: the default -1 replays them all (as Foundry's)
                 after = _int_query(request, "starting_after", -1, -1, 2**62)
-                return sse_response(_sse(await service.replay(response_id, principal, after)))
-            return json_response(await service.retrieve(response_id, principal))
+                view, _ = await service.load(response_id, principal)
+                return sse_response(_sse(await service.replay(response_id, principal, after)),
+                                    headers=session_headers(view.origin.agent_session_id))
+            found = await service.retrieve(response_id, principal)
+            return json_response(found, headers=headers_of(found))
 
         async def delete(request: Request) -> Response:
             return json_response(await service.delete(request.path_params["response_id"],
                                                       self._principal(request)))
 
         async def cancel(request: Request) -> Response:
-            return json_response(await service.cancel(request.path_params["response_id"],
-                                                      self._principal(request)))
+            cancelled = await service.cancel(request.path_params["response_id"],
+                                             self._principal(request))
+            return json_response(cancelled, headers=headers_of(cancelled))
 
         async def input_items(request: Request) -> Response:
             order = request.query_params.get("order", "desc")

@@ -14,7 +14,12 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from checkflow.adapters.foundry._objects import function_call_item, item_id, message_item
+from checkflow.adapters.foundry._objects import (
+    approval_item,
+    function_call_item,
+    item_id,
+    message_item,
+)
 
 __all__ = ["TERMINAL_EVENTS", "EventBuilder"]
 
@@ -134,6 +139,22 @@ class EventBuilder:
             self._emit("response.function_call_arguments.delta", delta=arguments, **ids),
             self._emit("response.function_call_arguments.done", name=item["name"],
                        arguments=arguments, **ids),
+            self._emit("response.output_item.done", output_index=index,
+                       item=copy.deepcopy(item)),
+        ]
+        self.output.append(item)
+        return events
+
+    def approval_request(self, request_id: str, arguments: str) -> list[Event]:
+        """An ``mcp_approval_request`` item: added and done (it has no argument deltas)."""
+        self._require_started()
+        if self._open is not None:
+            raise RuntimeError("an approval request while a message is open")
+        index = len(self.output)
+        item = approval_item(request_id, arguments)
+        events = [
+            self._emit("response.output_item.added", output_index=index,
+                       item=copy.deepcopy(item)),
             self._emit("response.output_item.done", output_index=index,
                        item=copy.deepcopy(item)),
         ]

@@ -21,6 +21,8 @@ from checkflow.agents import AgentResponse, UsageDetails
 __all__ = [
     "NO_USAGE",
     "REQUEST_INFO",
+    "SERVER_LABEL",
+    "approval_item",
     "function_call_item",
     "item_id",
     "message_item",
@@ -95,6 +97,17 @@ def function_call_item(
             "arguments": arguments, "status": status}
 
 
+SERVER_LABEL = "checkflow"
+"""The ``server_label`` of an ``mcp_approval_request``: the workflow asks, not an MCP server."""
+
+
+def approval_item(request_id: str, arguments: str) -> dict[str, Any]:
+    """An ``mcp_approval_request`` item asking to approve request ``request_id``; its ``id``
+    is the request id, which the ``mcp_approval_response`` names as ``approval_request_id``."""
+    return {"type": "mcp_approval_request", "id": request_id, "server_label": SERVER_LABEL,
+            "name": REQUEST_INFO, "arguments": arguments}
+
+
 def response_object(
     *,
     id: str,
@@ -113,11 +126,13 @@ def response_object(
     incomplete_reason: str | None = None,
     usage: dict[str, Any] | None = None,
     agent_reference: dict[str, Any] | None = None,
+    agent_session_id: str | None = None,
 ) -> dict[str, Any]:
     """A complete Response object: every field the schema requires, in the OpenAI shape
     (``completed_at`` only on a completed one, as OpenAI and Foundry show it), with
-    Foundry's ``agent_reference`` (``null`` when no agent is named: outside a container)."""
-    return {
+    Foundry's ``agent_reference`` (``null`` when no agent is named: outside a container) and,
+    in a container, its ``agent_session_id``."""
+    body = {
         "id": id,
         "object": "response",
         "created_at": created_at,
@@ -153,3 +168,6 @@ def response_object(
         "conversation": {"id": conversation_id} if conversation_id is not None else None,
         "agent_reference": agent_reference,
     }
+    if agent_session_id is not None:
+        body["agent_session_id"] = agent_session_id
+    return body

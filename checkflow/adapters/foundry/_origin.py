@@ -37,6 +37,7 @@ class ResponseOrigin(msgspec.Struct, kw_only=True, omit_defaults=True):
     background: bool = False
     input: list[dict[str, Any]] = []
     agent_reference: dict[str, Any] | None = None
+    agent_session_id: str | None = None  # in a container: the session it answered in
 
 
 def turn_origin(origin: ResponseOrigin) -> TurnOrigin:

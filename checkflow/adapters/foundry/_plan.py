@@ -134,6 +134,7 @@ async def plan_response(
     session_hint: str | None = None,
     key_header: str | None = None,
     agent_reference: dict[str, Any] | None = None,
+    container: bool = False,
 ) -> Plan:
     """The plan for ``request``; ``ResponsesError`` for a refusal that needs stored state.
 
@@ -143,9 +144,12 @@ async def plan_response(
     conversation's latest turn (``latest_turn``: the host then runs on the checkpoint it
     read, and the resume token makes the host check it again under the lease); a branch
     starts from the snapshot the previous response ended at. ``agent_reference`` is the
-    response's when the request names none (the container's agent).
+    response's when the request names none (the container's agent). In a ``container`` the
+    response records the session it answered in: ``session_hint`` (the container session,
+    which selects the conversation when the request names none), else its conversation.
     """
     agent = request.agent_reference or agent_reference
+    who = _Where(agent, session_hint, container)
     previous = None
     from_snapshot = None
     token = None
@@ -155,12 +159,12 @@ async def plan_response(
             raise _not_found(request.previous_response_id)
         conversation_id = parsed[0]
         if request.replies and not request.branch:
-            return _plan(request, description, principal, conversation_id, key_header, agent)
+            return _plan(request, description, principal, conversation_id, key_header, who)
         if not request.branch:
             latest = await latest_turn(conversation_id)
             if latest is not None and latest.turn_id == parsed[1]:
                 return _plan(request, description, principal, conversation_id, key_header,
-                             agent, previous=latest, resume_token=_token(latest))
+                             who, previous=latest, resume_token=_token(latest))
         conversation_id, previous = await _previous(find_previous, request.previous_response_id)
         check_replies(request.replies, request.previous_response_id, previous)
         if request.branch and not description.checkpoints:
@@ -176,18 +180,28 @@ async def plan_response(
         conversation_id = (request.conversation or session_hint
                            or (keyed_conversation(principal, key_header) if key_header else None)
                            or new_id("conv"))
-    return _plan(request, description, principal, conversation_id, key_header, agent,
+    return _plan(request, description, principal, conversation_id, key_header, who,
                  from_snapshot=from_snapshot, previous=previous, resume_token=token)
 
 
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Who a response is for: its agent, and (in a container) the session it came in."""
+
+    agent: dict[str, Any] | None
+    session: str | None
+    container: bool
+
+
 def _plan(request: CreateRequest, description: HostDescription, principal: str | None,
-          conversation_id: str, key_header: str | None, agent: dict[str, Any] | None,
+          conversation_id: str, key_header: str | None, who: _Where,
           **where: Any) -> Plan:
     origin = ResponseOrigin(
         created_at=int(time.time()), model=request.model or description.name,
         previous_response_id=request.previous_response_id, instructions=request.instructions,
         metadata=request.metadata, store=request.store, background=request.background,
-        input=request.items, agent_reference=agent)
+        input=request.items, agent_reference=who.agent,
+        agent_session_id=(who.session or conversation_id) if who.container else None)
     return Plan(conversation_id=conversation_id, origin=origin, principal=principal,
                 message=_message(request, description),
                 replies={reply.call_id: reply for reply in request.replies},

@@ -157,7 +157,7 @@ class ResponsesService:
                                    latest_turn=latest_turn,
                                    is_deleted=lambda id: self._deleted(id, principal),
                                    session_hint=session_hint, key_header=key_header,
-                                   agent_reference=agent)
+                                   agent_reference=agent, container=self.container is not None)
 
     # -- starting a turn ---------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ events (item ids derive from the response id and output index), which is what le
 background response be replayed through ``Host.subscribe`` with its original numbers.
 Outputs become assistant messages (a string as is, anything else as JSON); agent updates
 stream into one message per executor turn; every request still pending when the run ends
-becomes a ``request_info`` function call whose ``call_id`` is the request id, listed after
+becomes a ``request_info`` function call whose ``call_id`` is the request id (an approval,
+an ``mcp_approval_request`` whose ``id`` is the request id), listed after
 the outputs (so a stream read live and one derived from the turn's record show the same
 items in the same order). This module must never call the host.
 """
@@ -16,6 +17,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from checkflow.adapters.foundry._approval import is_approval
 from checkflow.adapters.foundry._events import Event, EventBuilder
 from checkflow.adapters.foundry._objects import request_arguments
 from checkflow.agents import AgentResponse, AgentRunUpdateEvent
@@ -88,6 +90,8 @@ class RunTranslator:
         if request.request_id in self.asked:
             return []
         self.asked.append(request.request_id)
+        if is_approval(request):
+            return self.builder.approval_request(request.request_id, _arguments(request))
         return self.builder.function_call(request.request_id, _arguments(request))
 
     def outputs(self, outputs: Iterable[Any]) -> list[Event]:

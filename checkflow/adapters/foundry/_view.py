@@ -70,7 +70,8 @@ class ResponseView:
             instructions=origin.instructions, metadata=origin.metadata, store=origin.store,
             background=origin.background, completed_at=completed_at, error=error,
             incomplete_reason="max_output_tokens" if status == "incomplete" else None,
-            usage=usage, agent_reference=origin.agent_reference)
+            usage=usage, agent_reference=origin.agent_reference,
+            agent_session_id=origin.agent_session_id)
 
     def input_items(self) -> list[dict[str, Any]]:
         """The input items as sent, with their ids."""

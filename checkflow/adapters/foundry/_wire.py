@@ -73,6 +73,7 @@ class CreateResponseBody(msgspec.Struct, kw_only=True):
     instructions: str | None = None
     metadata: dict[str, str] | None = None
     agent_reference: AgentReference | None = None
+    agent_session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | None = None
 
 
 class _Text(msgspec.Struct, tag_field="type", tag="input_text"):
@@ -153,6 +154,7 @@ class CreateRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     branch: bool = False
     agent_reference: dict[str, Any] | None = None
+    agent_session_id: str | None = None
 
 
 def _invalid(message: str, param: str | None, code: str = "invalid_value") -> ResponsesError:
@@ -292,6 +294,7 @@ def parse_request(body: CreateResponseBody) -> CreateRequest:
         instructions=body.instructions, metadata=metadata,
         branch=_branch(metadata, body.previous_response_id),
         agent_reference=None if body.agent_reference is None else body.agent_reference.wire(),
+        agent_session_id=body.agent_session_id,
     )
     _check_replies(request)
     return request

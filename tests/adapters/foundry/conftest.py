@@ -1,7 +1,7 @@
 """Real servers for the Foundry end-to-end tests, the same ones ``tests/e2e`` starts.
 
-``python -m checkflow serve tests.adapters.foundry.foundry_flows:workflow --adapters foundry``
-on loopback with file storage under the test's folder; gates are marker files (see
+``python -m checkflow serve tests.adapters.foundry.foundry_flows:workflow --adapters
+native,foundry`` on loopback with file storage under the test's folder; gates are marker files (see
 ``foundry_flows``). The server and gate helpers are the e2e suite's own, loaded from
 ``tests/e2e/conftest.py``.
 """
@@ -45,7 +45,7 @@ def start_foundry(store_dir: Path, gates: Any) -> Iterator[Any]:
     server is stopped after the test."""
     servers: list[Any] = []
 
-    def start(*extra: str, adapters: str = "foundry", storage: str | None = None) -> Any:
+    def start(*extra: str, adapters: str = "native,foundry", storage: str | None = None) -> Any:
         args = ("--adapters", adapters, *extra) if adapters else extra
         server = Server(TARGET, storage or f"file:{store_dir}", gates.folder, *args)
         servers.append(server)

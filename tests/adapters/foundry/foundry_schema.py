@@ -115,6 +115,10 @@ def validate_event(event: dict[str, Any]) -> BaseModel:
         _openai_output_item.validate_python(item)
         return _openai_events.validate_python(event)  # type: ignore[no-any-return]
     model = EVENT_MODELS[event["type"]]
+    if "response" in event:  # openresponses-types sees the items it has
+        response = event["response"]
+        event = {**event, "response": {**response, "output": [
+            item for item in response["output"] if item["type"] not in NOT_IN_OPENRESPONSES]}}
     return model.model_validate(event)
 
 

@@ -17,12 +17,23 @@ from foundry_schema import assert_well_formed, validate_event, validate_response
 from foundry_serving import serving as _serving
 from openai import OpenAI
 
-from checkflow.adapters.foundry import FoundryAdapter, default_adapter, header_principal
+from checkflow.adapters.foundry import (
+    ApprovalRequest,
+    FoundryAdapter,
+    default_adapter,
+    header_principal,
+)
 from checkflow.adapters.foundry._ids import response_id
 from checkflow.agents import ChatMessage, ScriptedAgent
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
 from checkflow.sessions import InMemorySessionStore
-from checkflow.workflows import Executor, WorkflowBuilder, WorkflowContext, handler
+from checkflow.workflows import (
+    Executor,
+    WorkflowBuilder,
+    WorkflowContext,
+    handler,
+    response_handler,
+)
 
 
 def _client(url: str, **headers: str) -> OpenAI:
@@ -236,3 +247,92 @@ def test_outside_a_container_agent_reference_is_null_unless_the_request_names_on
         assert named["agent_reference"] == sent
         stored = client.responses.with_raw_response.retrieve(named["id"]).http_response.json()
         assert stored["agent_reference"] == sent  # recorded with the turn
+
+
+def _raw_create(client: OpenAI, **params: Any) -> tuple[dict[str, Any], Any]:
+    raw = client.responses.with_raw_response.create(**params)
+    body = raw.http_response.json()
+    validate_response(body)
+    return body, raw.http_response.headers
+
+
+def test_in_a_container_the_session_selects_the_conversation_and_is_sent_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("FOUNDRY_AGENT_SESSION_ID", raising=False)
+    host = WorkflowHost(chat_workflow)
+    with _serving(create_app(host, adapters=[FoundryAdapter(container=True)])) as url:
+        client = _client(url, **{"x-agent-session-id": "from-header"})
+        first, headers = _raw_create(client, input="a", extra_body={"agent_session_id": "s-9"})
+        assert first["conversation"] == {"id": "s-9"}  # the body wins over the header
+        assert first["agent_session_id"] == headers["x-agent-session-id"] == "s-9"
+        second, _ = _raw_create(client, input="b", extra_body={"agent_session_id": "s-9"})
+        assert second["conversation"] == {"id": "s-9"}  # the same conversation, advanced
+        assert second["id"] != first["id"]
+        by_header, headers = _raw_create(client, input="c")
+        assert by_header["conversation"] == {"id": "from-header"}
+        assert by_header["agent_session_id"] == headers["x-agent-session-id"] == "from-header"
+        with client.responses.with_streaming_response.create(
+                input="d", stream=True, extra_body={"agent_session_id": "s-10"}) as streamed:
+            assert streamed.headers["x-agent-session-id"] == "s-10"
+            lines = [line for line in streamed.iter_lines() if line.startswith("data: ")]
+        final = json.loads(lines[-1].removeprefix("data: "))["response"]
+        assert final["agent_session_id"] == "s-10" and final["conversation"] == {"id": "s-10"}
+        stored = client.responses.with_raw_response.retrieve(first["id"])
+        assert stored.http_response.json()["agent_session_id"] == "s-9"
+        assert stored.http_response.headers["x-agent-session-id"] == "s-9"
+        plain = _client(url)
+        followed, headers = _raw_create(plain, input="e", previous_response_id=second["id"])
+        assert followed["conversation"] == {"id": "s-9"}  # its conversation names its session
+        assert followed["agent_session_id"] == headers["x-agent-session-id"] == "s-9"
+        named, _ = _raw_create(plain, input="f", conversation="talk-3")
+        assert named["agent_session_id"] == "talk-3"
+        with pytest.raises(openai.BadRequestError) as caught:
+            plain.responses.create(input="g", extra_body={"agent_session_id": ""})
+        assert caught.value.response.json()["error"]["param"] == "agent_session_id"
+
+
+def test_in_a_container_without_a_session_sent_the_containers_own_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FOUNDRY_AGENT_SESSION_ID", "env-session")
+    host = WorkflowHost(chat_workflow)
+    with _serving(create_app(host, adapters=[FoundryAdapter(container=True)])) as url:
+        body, headers = _raw_create(_client(url), input="a")
+    assert body["conversation"] == {"id": "env-session"}
+    assert body["agent_session_id"] == headers["x-agent-session-id"] == "env-session"
+
+
+def test_outside_a_container_there_is_no_session() -> None:
+    with _serving(create_app(WorkflowHost(chat_workflow), adapters=[FoundryAdapter()])) as url:
+        body, headers = _raw_create(_client(url, **{"x-agent-session-id": "ignored"}),
+                                    input="a", extra_body={"agent_session_id": "ignored"})
+    assert "agent_session_id" not in body and "x-agent-session-id" not in headers
+    assert body["conversation"]["id"].startswith("conv_")
+
+
+class _Deploy(Executor):
+    @handler
+    async def ask(self, text: str, ctx: WorkflowContext) -> None:
+        await ctx.request_info(ApprovalRequest(f"deploy {text}?", {"env": "prod"}),
+                               response_type=bool)
+
+    @response_handler
+    async def answered(self, request: ApprovalRequest, approve: bool,
+                       ctx: WorkflowContext) -> None:
+        await ctx.yield_output(f"{'deployed' if approve else 'held'}: {request.description}")
+
+
+def test_an_explicit_approval_request_is_answered_by_an_approval_response() -> None:
+    workflow = WorkflowBuilder(start_executor=_Deploy("deploy"), name="deploy").build()
+    with _serving(create_app(WorkflowHost(workflow), adapters=[FoundryAdapter()])) as url:
+        client = _client(url)
+        paused = _create(client, input="v2")
+        (item,) = paused["output"]
+        assert item["type"] == "mcp_approval_request"
+        assert json.loads(item["arguments"])["data"] == {"description": "deploy v2?",
+                                                         "details": {"env": "prod"}}
+        done = _create(client, previous_response_id=paused["id"], input=[
+            {"type": "mcp_approval_response", "approval_request_id": item["id"],
+             "approve": False}])
+        assert _text(done) == "held: deploy v2?"

@@ -37,7 +37,8 @@ def test_a_paused_response_branches_after_a_restart_on_cosmos(
 ) -> None:
     first = start_foundry(storage="cosmos:")
     paused = _create(_client(first), input="ask:owls")
-    (call,) = [item for item in paused["output"] if item["type"] == "function_call"]
+    (call,) = [{**item, "call_id": item["id"]} for item in paused["output"]
+               if item["type"] == "mcp_approval_request"]  # a yes/no question
     first.stop()
     client = _client(start_foundry(storage="cosmos:"))
     assert client.responses.with_raw_response.retrieve(

@@ -63,7 +63,11 @@ def _text(body: dict[str, Any]) -> str:
 
 
 def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [item for item in body["output"] if item["type"] == "function_call"]
+    """The pending requests a response lists: function calls, and approval requests (their
+    ``id`` is the request id: shown here as ``call_id`` too)."""
+    return [item if item["type"] == "function_call" else {**item, "call_id": item["id"]}
+            for item in body["output"]
+            if item["type"] in ("function_call", "mcp_approval_request")]
 
 
 def _reply(call_id: str, output: Any) -> dict[str, Any]:
@@ -139,13 +143,14 @@ def test_a_raw_stream_ends_with_the_response_as_stored(start_foundry: Start) -> 
     assert _retrieve(client, events[0]["response"]["id"]) == events[-1]["response"]
 
 
-def test_a_pause_is_a_request_info_call_and_its_answer_completes_the_response(
+def test_a_yes_no_pause_is_an_approval_request_and_its_answer_completes_the_response(
     start_foundry: Start,
 ) -> None:
     client = _client(start_foundry())
     paused, call_id = _pause(client)
     (call,) = _calls(paused)
-    assert call["name"] == "request_info"
+    assert call["type"] == "mcp_approval_request" and call["id"] == call_id
+    assert call["name"] == "request_info" and call["server_label"] == "checkflow"
     arguments = json.loads(call["arguments"])
     assert arguments["request_id"] == call_id
     assert arguments["data"] == {"question": "publish cats?"}
@@ -160,10 +165,11 @@ def test_a_streamed_pause_names_its_function_in_the_arguments_done_event(
     start_foundry: Start,
 ) -> None:
     client = _client(start_foundry())
-    with client.responses.stream(model="foundry-e2e", input="ask:dogs") as stream:
+    with client.responses.stream(model="foundry-e2e", input="pair:dogs") as stream:
         events = _events(stream)
         final = stream.get_final_response()
     assert_well_formed(events)
+    assert [item.type for item in final.output] == ["mcp_approval_request", "function_call"]
     (done,) = [e for e in events if e["type"] == "response.function_call_arguments.done"]
     (call,) = [item for item in final.output if item.type == "function_call"]
     assert done["name"] == call.name == "request_info"
@@ -230,12 +236,27 @@ def test_answering_one_of_two_calls_lists_the_other_again_with_its_call_id(
     assert _text(done) == "published: dogs (42)"  # "42" is not a string as JSON: tried as text
 
 
-def test_an_approval_response_answers_a_boolean_call(start_foundry: Start) -> None:
+def test_an_approval_response_answers_an_approval_request_yes_or_no(
+    start_foundry: Start,
+) -> None:
     client = _client(start_foundry())
     paused, call_id = _pause(client)
+    with client.responses.stream(model="foundry-e2e", input="ask:owls") as stream:
+        streamed = _events(stream)  # openai's own stream verifier accepts the approval item
+    assert_well_formed(streamed)
+    assert [e["type"] for e in streamed if "item" in e] == [
+        "response.output_item.added", "response.output_item.done"]  # no argument deltas
     done = _create(client, previous_response_id=paused["id"], input=[
         {"type": "mcp_approval_response", "approval_request_id": call_id, "approve": True}])
     assert _text(done) == "published: cats"
+    refused = _create(client, previous_response_id=paused["id"], metadata=BRANCH, input=[
+        {"type": "mcp_approval_response", "approval_request_id": call_id, "approve": False,
+         "reason": "not today"}])
+    assert _text(refused) == "dropped: cats"
+    items = client.responses.input_items.with_raw_response.list(refused["id"])
+    page = items.http_response.json()
+    validate_input_items(page)
+    assert page["data"][0]["reason"] == "not today"
 
 
 def test_conversation_turns_advance_one_head_and_a_concurrent_turn_gets_409(
@@ -558,3 +579,23 @@ def test_serve_foundry_listens_on_port_from_the_environment_on_all_interfaces(
     finally:
         process.terminate()
         process.wait(30)
+
+
+@pytest.mark.skipif(not _cli_has_foundry(), reason="serve --foundry is not wired in the CLI")
+def test_adapters_decide_what_is_mounted_native_included(start_foundry: Start) -> None:
+    alone = start_foundry("--foundry", adapters="foundry")
+    alone.url = alone.url.replace("0.0.0.0", "127.0.0.1")
+    body = _create(_client(alone, **{"x-agent-user-id": "u"}), input="hi")
+    assert _text(body) == "HI"
+    for path in ("/v1/conversations/x", "/openapi.json"):  # no native API
+        assert httpx.get(f"{alone.url}{path}", timeout=60).status_code == 404, path
+    for path in ("/healthz", "/readyz", "/readiness"):  # the probes stay
+        assert httpx.get(f"{alone.url}{path}", timeout=60).status_code == 200, path
+    both = start_foundry("--foundry", adapters="native,foundry")
+    both.url = both.url.replace("0.0.0.0", "127.0.0.1")
+    assert httpx.get(f"{both.url}/openapi.json", timeout=60).status_code == 200
+    _create(_client(both), input="hi", conversation="c-1")
+    assert _native(both, "c-1")["outputs"] == ["HI"]
+    native = start_foundry(adapters="native")
+    assert httpx.post(f"{native.url}/responses", json={"input": "hi"},
+                      timeout=60).status_code == 404  # and no Responses routes without it

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from foundry_schema import assert_well_formed
 
+from checkflow.adapters.foundry import ApprovalRequest
 from checkflow.adapters.foundry._events import EventBuilder
 from checkflow.adapters.foundry._objects import response_object
 from checkflow.adapters.foundry._translate import (
@@ -26,6 +27,7 @@ from checkflow.hosting import TurnRecord
 from checkflow.workflows import (
     OutputEvent,
     PendingRequest,
+    PendingRequestView,
     RequestInfoEvent,
     RunStatus,
     SuperstepStartedEvent,
@@ -58,8 +60,8 @@ def _run(events: list, pending: dict[str, PendingRequest]) -> list[dict]:
     return out
 
 
-def _ask(request_id: str) -> PendingRequest:
-    return PendingRequest(request_id, {"q": request_id}, bool, "reviewer")
+def _ask(request_id: str, response_type: type = str) -> PendingRequest:
+    return PendingRequest(request_id, {"q": request_id}, response_type, "reviewer")
 
 
 def test_agent_updates_stream_into_one_message_per_executor_turn() -> None:
@@ -88,7 +90,7 @@ def test_pending_requests_are_listed_once_after_the_outputs_in_the_hosts_order()
     assert [item["type"] for item in output] == ["message", "function_call", "function_call"]
     assert [item["call_id"] for item in output[1:]] == ["r0", "r1"]  # as a derived view lists
     assert json.loads(output[1]["arguments"]) == {
-        "request_id": "r0", "data": {"q": "r0"}, "response_schema": {"type": "boolean"}}
+        "request_id": "r0", "data": {"q": "r0"}, "response_schema": {"type": "string"}}
 
 
 def test_an_open_agent_message_is_closed_before_a_request() -> None:
@@ -116,3 +118,19 @@ def test_a_pause_is_completed_and_a_failure_carries_its_error() -> None:
     assert status_of(running) == "in_progress" and error_of(running, "in_progress") is None
     paused = TurnRecord("t", None, "responses", {}, "committed", RunStatus.AWAITING_RESPONSES)
     assert status_of(paused) == "completed"
+
+
+def test_approval_shaped_requests_are_mcp_approval_requests_and_others_function_calls() -> None:
+    explicit = PendingRequest("r2", ApprovalRequest("deploy v2?", {"env": "prod"}), bool, "ops")
+    stored = PendingRequestView("r3", {"q": 3}, None, "ops", response_type_name="bool",
+                                response_schema={"type": "boolean"})  # read elsewhere
+    events = _run([], {"r0": _ask("r0", bool), "r1": _ask("r1"), "r2": explicit, "r3": stored})
+    output = events[-1]["response"]["output"]
+    assert [item["type"] for item in output] == [
+        "mcp_approval_request", "function_call", "mcp_approval_request", "mcp_approval_request"]
+    approval = output[2]
+    assert approval["id"] == "r2" and approval["server_label"] == "checkflow"
+    assert json.loads(approval["arguments"])["data"] == {"description": "deploy v2?",
+                                                         "details": {"env": "prod"}}
+    assert not any(e["type"].startswith("response.function_call_arguments") and
+                   e["item_id"] in ("r0", "r2", "r3") for e in events)
