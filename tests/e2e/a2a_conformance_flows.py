@@ -2,9 +2,10 @@
 
 Gates are marker files in ``$CHECKFLOW_E2E_GATES``, shared with the test process:
 
-- ``ask`` pauses for a bool, then yields ``published`` / ``dropped``;
+- ``ask`` pauses for a bool, then yields ``published`` / ``dropped``; ``ask:<name>`` holds
+  the answer on the gate ``<name>`` first;
 - ``hold:<name>`` writes ``<name>.entered`` and waits for ``<name>.release`` in its first
-  superstep, then yields ``released``;
+  superstep, then a second superstep yields ``released`` (a cancel lands in between);
 - anything else is echoed.
 
 ``workflow`` takes text; ``whole`` is the same with a start executor that takes the whole
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 from checkflow.adapters.a2a import A2AMessage
 from checkflow.workflows import (
@@ -37,10 +39,11 @@ async def _gate(name: str) -> None:
 async def _start(text: str, ctx: WorkflowContext) -> None:
     word, _, name = text.partition(":")
     if word == "ask":
+        ctx.executor_state["name"] = name
         await ctx.request_info({"question": "publish?"}, response_type=bool)
     elif word == "hold":
         await _gate(name)
-        await ctx.yield_output("released")
+        await ctx.send_message("released")
     else:
         await ctx.yield_output(f"echo: {text}")
 
@@ -52,6 +55,9 @@ class Start(Executor):
 
     @response_handler
     async def answered(self, request: dict, approved: bool, ctx: WorkflowContext) -> None:
+        name = str(ctx.executor_state.get("name") or "")
+        if name:
+            await _gate(name)
         await ctx.yield_output("published" if approved else "dropped")
 
 
@@ -63,6 +69,16 @@ class WholeStart(Start):
         await _start(message.text(), ctx)
 
 
-workflow = WorkflowBuilder(start_executor=Start("start"), name="a2a-conformance").build()
-whole = WorkflowBuilder(start_executor=WholeStart("start"),
-                        name="a2a-conformance-whole").build()
+class Finish(Executor):
+    @handler
+    async def finish(self, text: str, ctx: WorkflowContext) -> None:
+        await ctx.yield_output(text)
+
+
+def _build(start: Executor, name: str) -> Any:
+    return WorkflowBuilder(start_executor=start, name=name).add_edge(
+        start, Finish("finish")).build()
+
+
+workflow = _build(Start("start"), "a2a-conformance")
+whole = _build(WholeStart("start"), "a2a-conformance-whole")

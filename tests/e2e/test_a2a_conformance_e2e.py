@@ -6,8 +6,12 @@ literal JSON is the point). Races are held on the marker-file gates of
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -133,3 +137,108 @@ async def test_task_metadata_status_data_and_error_data_are_camel_case(
     for task in (rpc["result"], rest):
         assert task["metadata"]["checkflow"]["pendingRequestIds"] == []
         assert snake_keys(task) == set(), task
+
+
+# -- 2. returnImmediately answers at once with the Task; a stream opens with it --------------
+
+SUPERSTEP = 4.0
+"""How long a held superstep lasts: its gate opens by itself then (a timer, not a sleep)."""
+LIVE = (a2a_pb2.TASK_STATE_SUBMITTED, a2a_pb2.TASK_STATE_WORKING)
+
+
+def open_later(gates: Any, name: str) -> threading.Timer:
+    """The gate ``name`` opens ``SUPERSTEP`` seconds from now."""
+    opener = threading.Timer(SUPERSTEP, gates.release, args=(name,))
+    opener.start()
+    return opener
+
+
+def released(gates: Any, name: str) -> bool:
+    return bool((Path(gates.folder) / f"{name}.release").exists())
+
+
+def texts(task: a2a_pb2.Task) -> list[str]:
+    return [p.text for a in task.artifacts for p in a.parts if p.text]
+
+
+@pytest.mark.parametrize("target", [TARGET, WHOLE], ids=["text-start", "a2a-message-start"])
+async def test_return_immediately_answers_with_the_task_before_its_first_superstep_ends(
+        start_server: Any, connect: Connect, gates: Any, target: str) -> None:
+    server = start_server(target, None, *A2A)
+    client = await connect(server.url)
+    request = message("hold:ri", context_id="ctx-ri", return_immediately=True)
+    opener = open_later(gates, "ri")
+    asked = time.monotonic()
+    task = await one_task(client, request)
+    took = time.monotonic() - asked
+    assert not released(gates, "ri"), f"answered after the superstep ended ({took:.3f} s)"
+    print(f"returnImmediately answered in {took * 1000:.1f} ms")  # the measure, for -s
+    assert task.status.state in LIVE and texts(task) == []
+    assert task.history[0].message_id == request.message.message_id
+    # from then on it is there: got, subscribed to, cancelled
+    got = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+    assert (got.id, got.status.state in LIVE) == (task.id, True)
+    follower = (await connect(server.url, streaming=True)).subscribe(
+        a2a_pb2.SubscribeToTaskRequest(id=task.id))
+    first = await anext(follower)
+    assert first.task.id == task.id and first.task.status.state in LIVE
+    await follower.aclose()
+    assert not released(gates, "ri")  # all of it while the first superstep still runs
+    canceled = await client.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id))
+    opener.join()
+    assert canceled.status.state == a2a_pb2.TASK_STATE_CANCELED
+    final = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+    assert (final.status.state, texts(final)) == (a2a_pb2.TASK_STATE_CANCELED, [])
+
+
+async def test_return_immediately_answers_a_continuation_with_the_task_at_once(
+        start_server: Any, connect: Connect, gates: Any) -> None:
+    server = start_server(TARGET, None, *A2A)
+    client = await connect(server.url)
+    paused = await one_task(client, message("ask:rc", context_id="ctx-rc"))
+    answer = message(data={meta(paused)["pendingRequestIds"][0]: True}, task_id=paused.id,
+                     return_immediately=True)
+    opener = open_later(gates, "rc")
+    task = await one_task(client, answer)
+    assert not released(gates, "rc"), "the continuation was answered after its superstep"
+    assert (task.id, task.status.state) == (paused.id, a2a_pb2.TASK_STATE_WORKING)
+    assert task.history[-1].message_id == answer.message.message_id
+    opener.join()
+    done = await wait_for_end(client, paused.id)
+    assert (done.status.state, texts(done)) == (a2a_pb2.TASK_STATE_COMPLETED, ["published"])
+
+
+async def wait_for_end(client: Client, task_id: str) -> a2a_pb2.Task:
+    """The task once it left its live states (polled, with a generous deadline)."""
+    end = time.monotonic() + DEADLINE
+    while (task := await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+           ).status.state in LIVE:
+        assert time.monotonic() < end, task
+        await asyncio.sleep(0.05)
+    return task
+
+
+@pytest.mark.parametrize("kind", ["new-task", "continuation"])
+async def test_a_stream_opens_with_the_task_before_any_output(
+        start_server: Any, connect: Connect, gates: Any, kind: str) -> None:
+    server = start_server(TARGET, None, *A2A)
+    if kind == "new-task":
+        request = message("hold:st", context_id="ctx-st")
+    else:
+        paused = await one_task(await connect(server.url), message("ask:st",
+                                                                   context_id="ctx-st"))
+        request = message(data={meta(paused)["pendingRequestIds"][0]: True},
+                          task_id=paused.id)
+    stream = (await connect(server.url, streaming=True)).send_message(request)
+    opener = open_later(gates, "st")
+    first = await anext(stream)
+    assert not released(gates, "st"), "the stream's first event came after the superstep"
+    assert first.HasField("task"), first
+    assert first.task.status.state in LIVE
+    assert first.task.history[-1].message_id == request.message.message_id
+    rest = [event async for event in stream]
+    opener.join()
+    assert [e.WhichOneof("payload") for e in rest][-2:] == ["artifact_update",
+                                                            "status_update"]
+    assert rest[-1].status_update.status.state == a2a_pb2.TASK_STATE_COMPLETED
+    assert not any(e.HasField("task") for e in rest)

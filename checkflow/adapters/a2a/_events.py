@@ -10,7 +10,6 @@ it never enqueues, stores or calls the host.
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -76,12 +75,27 @@ class RunEvents:
             event.metadata.update(metadata)
         return event
 
+    def submitted(self, message: a2a_pb2.Message | None) -> a2a_pb2.Task:
+        """A new task, as it is announced before its turn's first event."""
+        task = a2a_pb2.Task(id=self.task_id, context_id=self.context_id,
+                            status=a2a_pb2.TaskStatus(state=a2a_pb2.TASK_STATE_SUBMITTED,
+                                                      timestamp=_stamp()),
+                            history=[message] if message is not None else [])
+        task.metadata.update(task_metadata(self.context_id, [], None))
+        return task
+
+    def working(self, at: str | None = None) -> a2a_pb2.TaskStatusUpdateEvent:
+        """The task works: nothing waits for an answer (the metadata says so)."""
+        return self.status(a2a_pb2.TASK_STATE_WORKING, at=at,
+                           metadata=task_metadata(self.context_id, [], None))
+
     def agent_message(self, text: str, data: Any = None) -> a2a_pb2.Message:
-        """A status message from the agent: a text part, and a data part when given."""
+        """A status message from the agent: a text part, and a data part when given. Its id
+        is the run's (one status message per run), so every read names it alike."""
         parts = [a2a_pb2.Part(text=text)]
         if data is not None:
             parts.append(a2a_pb2.Part(data=proto_value(data)))
-        return a2a_pb2.Message(message_id=uuid.uuid4().hex, role=a2a_pb2.ROLE_AGENT,
+        return a2a_pb2.Message(message_id=f"{self._prefix}status", role=a2a_pb2.ROLE_AGENT,
                                context_id=self.context_id, task_id=self.task_id, parts=parts)
 
     def output(self, value: Any, index: int) -> a2a_pb2.TaskArtifactUpdateEvent:
@@ -121,5 +135,5 @@ class RunEvents:
             return self.status(a2a_pb2.TASK_STATE_CANCELED, metadata=done_meta, at=at,
                                message=self.agent_message(str(error or "canceled")))
         if status is RunStatus.RUNNING:
-            return self.status(a2a_pb2.TASK_STATE_WORKING, at=at)
+            return self.working(at)
         return self.status(a2a_pb2.TASK_STATE_COMPLETED, metadata=done_meta, at=at)

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.types import a2a_pb2
 from a2a.utils.errors import InternalError
 
 from checkflow.adapters.a2a._events import RunEvents
@@ -106,12 +105,8 @@ class _Relay:
         if not self.started:
             self.started = True
             if self.run.new_task:
-                message = self.context.message
-                await self.queue.enqueue_event(a2a_pb2.Task(
-                    id=self.events.task_id, context_id=self.events.context_id,
-                    status=a2a_pb2.TaskStatus(state=a2a_pb2.TASK_STATE_SUBMITTED),
-                    history=[message] if message is not None else []))
-            await self.queue.enqueue_event(self.events.status(a2a_pb2.TASK_STATE_WORKING))
+                await self.queue.enqueue_event(self.events.submitted(self.context.message))
+            await self.queue.enqueue_event(self.events.working())
         if self.held is not None:
             (held, index), self.held = self.held, None
             await self.queue.enqueue_event(self.events.output(held, index))

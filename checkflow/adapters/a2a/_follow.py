@@ -63,7 +63,7 @@ async def follow_task(host: Host, store: A2ATaskStore, view: TaskView, first: a2
                                        turn_id=view.last.turn_id if running else None):
             if not saw and waiting:  # the continuation started
                 waiting = False
-                yield events.status(a2a_pb2.TASK_STATE_WORKING)
+                yield events.working()
             saw = True
             if isinstance(event, OutputEvent):
                 if (index, outputs) not in sent:

@@ -53,7 +53,7 @@ from checkflow.adapters.a2a._metadata import (
     resume_token_of,
 )
 from checkflow.adapters.a2a._parts import input_value, message_from_proto
-from checkflow.adapters.a2a._store import REQUEST_VIEWS, A2ATaskStore
+from checkflow.adapters.a2a._store import A2ATaskStore
 from checkflow.adapters.a2a._view import TASK_KEY, TaskView, origin_data, task_turns
 from checkflow.errors import (
     ConversationBusyError,
@@ -238,6 +238,7 @@ class RunGate(RequestContextBuilder):
         run = await self._start(context_id, task_id, message, context, responses=responses,
                                 resume_token=resume_token_of(current), new_task=False)
         run.run_index = len(view.turns)
+        self._store.announce(task_id, view)  # the SDK continues the task as it was
         return context_id, run
 
     async def _replay_of(self, context_id: str, task_id: str, key: str,
@@ -264,9 +265,6 @@ class RunGate(RequestContextBuilder):
             context_id = uuid.uuid4().hex
         task_id = task_id_for(context_id, message.message_id)
         message.task_id, message.context_id = task_id, context_id  # as the task will have them
-        views = REQUEST_VIEWS.get()
-        if views is not None:
-            views[task_id] = None  # to the SDK it is new: the relay announces it
         answers = None if branch is None else await self._branch_answers(
             context_id, branch, message, context)
         whole = await self._takes_a2a_message()
@@ -274,6 +272,7 @@ class RunGate(RequestContextBuilder):
         run = await self._start(context_id, task_id, message, context, value=value,
                                 responses=answers, from_snapshot=branch, resume_token=token)
         run.may_reply = whole and answers is None and BLOCKING.get()
+        self._store.announce(task_id, None)  # to the SDK it is new: the relay announces it
         return context_id, task_id, run
 
     async def _branch_answers(self, context_id: str, snapshot: str, message: a2a_pb2.Message,

@@ -3,7 +3,8 @@
 - ``SendMessage`` / ``SendStreamingMessage``: a turn the gate started but the SDK never
   executed (its setup failed after the gate) is closed, so no lease is left held. A retried
   ``messageId`` is answered here: a recorded turn with its task as it is (nothing runs), a
-  running one by following it (blocking: to its end; streaming: its events).
+  running one by following it (blocking: to its end; streaming: its events). Every stream
+  opens with the ``Task``, a continuation's too (the SDK's would open with its status).
 - ``SubscribeToTask``: follows the task from any process (``_follow``): a working task to
   its end, an input-required one through its continuation to its next interrupted or
   terminal state; a terminal one is ``-32004``.
@@ -29,14 +30,18 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandlerV2
 from a2a.types import a2a_pb2
-from a2a.utils.errors import TaskNotCancelableError, UnsupportedOperationError
+from a2a.utils.errors import (
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from a2a.utils.task import apply_history_length
 
 from checkflow.adapters.a2a._executor import HostExecutor
 from checkflow.adapters.a2a._follow import follow_task
 from checkflow.adapters.a2a._gate import ATTEMPTS, BLOCKING, Attach, Replayed, RunGate
 from checkflow.adapters.a2a._ids import TERMINAL, principal_of
-from checkflow.adapters.a2a._store import REQUEST_VIEWS, A2ATaskStore
+from checkflow.adapters.a2a._store import REQUEST_VIEWS, A2ATaskStore, RequestViews
 from checkflow.adapters.a2a._view import TaskView
 from checkflow.hosting import Host
 
@@ -94,7 +99,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         attempts: list[tuple[str, Any]] = []
         token = ATTEMPTS.set(attempts)
         blocking = BLOCKING.set(not params.configuration.return_immediately)
-        views = REQUEST_VIEWS.set({})
+        views = REQUEST_VIEWS.set(RequestViews())
         try:
             reply: a2a_pb2.Message | a2a_pb2.Task = await super().on_message_send(params,
                                                                                  context)
@@ -121,10 +126,13 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
     async def on_message_send_stream(self, params: a2a_pb2.SendMessageRequest,
                                      context: ServerCallContext
                                      ) -> AsyncGenerator[Event, None]:
-        """The SDK's SendStreamingMessage; a retry streams as recorded (or follows)."""
+        """The SDK's SendStreamingMessage; a retry streams as recorded (or follows). A
+        continuation's stream opens with the task too (A2A: a task's stream starts with
+        its ``Task``), as it is once its continuation is accepted."""
+        continuing = bool(params.message.task_id)
         attempts: list[tuple[str, Any]] = []
         token = ATTEMPTS.set(attempts)
-        views = REQUEST_VIEWS.set({})
+        views = REQUEST_VIEWS.set(RequestViews())
         try:
             stream = super().on_message_send_stream(params, context)
             try:
@@ -144,11 +152,23 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
             finally:
                 ATTEMPTS.reset(token)
                 REQUEST_VIEWS.reset(views)
+            if continuing and isinstance(first, a2a_pb2.TaskStatusUpdateEvent):
+                first = await self._opening_task(first, params, context)
             yield first
             async for event in stream:
                 yield event
         finally:
             await self._close_unexecuted(attempts)
+
+    async def _opening_task(self, update: a2a_pb2.TaskStatusUpdateEvent,
+                            params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+                            ) -> a2a_pb2.Task:
+        """The task a continuation's first status update made (the SDK's copy: the new
+        message in its history), in place of that update."""
+        stored = await self._store.get(update.task_id, context)
+        if stored is None:  # pragma: no cover - the relay saved it before it was sent
+            raise TaskNotFoundError(message=f"task {update.task_id!r} not found")
+        return apply_history_length(stored.task, params.configuration)
 
     async def on_subscribe_to_task(self, params: a2a_pb2.SubscribeToTaskRequest,
                                    context: ServerCallContext

@@ -7,6 +7,9 @@ The SDK saves a task on every event it relays and reads it back for ``GetTask``,
 artifacts streamed so far, ahead of the turn's next commit) in memory. That copy is a cache
 the checkpoint overrules: it is served only while the relay runs, and dropped when it ends,
 so after the turn (or a restart, or on another process) the task is what the turns say.
+Between the gate starting a turn and its relay's first event, the task is *announced*: the
+SDK is served the task as it was when the request came (none for a new one), not the turn
+the gate just started, so it builds on the same task the client named.
 
 ``ListTasks`` is newest created first (a task's first turn's start), filtered by context,
 status and ``statusTimestampAfter``, paged by an opaque cursor valid for the query that
@@ -17,6 +20,7 @@ This module never runs the workflow and never decides protocol rules.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import builtins
@@ -25,7 +29,9 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from a2a.server.cluster import StoredTask, TaskVersion, VersionedTaskStore
 from a2a.server.context import ServerCallContext
@@ -39,14 +45,26 @@ from checkflow.adapters.a2a._view import TaskView, context_tasks, load_task
 from checkflow.errors import ConversationNotFoundError
 from checkflow.hosting import Host
 
-__all__ = ["REQUEST_VIEWS", "A2ATaskStore"]
+__all__ = ["REQUEST_VIEWS", "A2ATaskStore", "RequestViews"]
 
 Accept = Callable[[a2a_pb2.Task], bool]
 
-REQUEST_VIEWS: contextvars.ContextVar[dict[str, TaskView | None] | None] = (
-    contextvars.ContextVar("checkflow_a2a_request_views", default=None))
-"""The tasks one ``SendMessage`` read, as they were when it came (set by the handler; a
-running turn there would refuse the message as busy, so no lease is asked about it)."""
+
+
+@dataclass(eq=False, slots=True)
+class RequestViews:
+    """The tasks one ``SendMessage`` read, as they were when it came (a running turn there
+    would refuse the message as busy, so no lease is asked about it). Only the request's own
+    asyncio task reads them: the SDK's background tasks for a task, started while a request
+    is served, inherit its context but outlive it."""
+
+    owner: asyncio.Task[Any] | None = field(default_factory=asyncio.current_task)
+    views: dict[str, TaskView | None] = field(default_factory=dict)
+
+
+REQUEST_VIEWS: contextvars.ContextVar[RequestViews | None] = contextvars.ContextVar(
+    "checkflow_a2a_request_views", default=None)
+"""Set by the handler for one ``SendMessage``."""
 _versions = itertools.count(1)
 
 
@@ -116,12 +134,20 @@ class A2ATaskStore(VersionedTaskStore):
         self._host = host
         self._relaying = relaying
         self._live: dict[str, a2a_pb2.Task] = {}
+        self._announced: dict[str, TaskView | None] = {}
         self._since: dict[str, str] = {}  # when a live copy was first saved (list order)
 
     def forget(self, task_id: str) -> None:
         """The relay of ``task_id`` ended: from now on the turns say what it is."""
         self._live.pop(task_id, None)
         self._since.pop(task_id, None)
+        self._announced.pop(task_id, None)
+
+    def announce(self, task_id: str, view: TaskView | None) -> None:
+        """Serve ``view`` (``None``: a new task, which the relay announces itself) for
+        ``task_id`` until its relay's first event is saved: the SDK sets up the request's
+        task from it, not from the turn the gate just started."""
+        self._announced[task_id] = view
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
         """The task as the turns record it (or as this process is relaying it now)."""
@@ -141,7 +167,11 @@ class A2ATaskStore(VersionedTaskStore):
         """The task rendered from the turns, with its turns (never the live copy); read
         once per ``SendMessage`` (``REQUEST_VIEWS``): the SDK's setup, the gate and the
         relay's start all ask for the task as it was when the request came."""
-        views = REQUEST_VIEWS.get()
+        if task_id in self._announced:
+            return self._announced[task_id]
+        cache = REQUEST_VIEWS.get()
+        views = (cache.views if cache is not None and cache.owner is asyncio.current_task()
+                 else None)
         if views is not None and task_id in views:
             return views[task_id]
         view = await load_task(self._host, task_id, principal_of(context),
@@ -165,6 +195,7 @@ class A2ATaskStore(VersionedTaskStore):
                    prev_version: TaskVersion, context: ServerCallContext) -> TaskVersion:
         """Keep the SDK's copy of a task relayed here, in memory only (see the module)."""
         del event, prev, prev_version, context
+        self._announced.pop(task.id, None)  # the relay's first event: its copy is the task
         if self._relaying(task.id):
             copy = a2a_pb2.Task()
             copy.CopyFrom(task)

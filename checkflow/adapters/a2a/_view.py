@@ -80,7 +80,7 @@ def _message(turn: TurnRecord) -> a2a_pb2.Message | None:
 
 def _status(events: RunEvents, turn: TurnRecord) -> a2a_pb2.TaskStatusUpdateEvent:
     if turn.state == "running":
-        return events.status(a2a_pb2.TASK_STATE_WORKING, at=turn.started_at)
+        return events.working(turn.started_at)
     if turn.state in ("failed", "cancelled"):
         status = RunStatus.CANCELLED if turn.state == "cancelled" else RunStatus.FAILED
         return events.final(status, pending={}, resume_token=None, error=turn.error,
