@@ -3,7 +3,8 @@
 Used by the executor (a run it drives) and by ``SubscribeToTask`` on a run driven elsewhere
 (``Host.subscribe``), so both speak the same events with the same artifact ids. The final
 status of a paused run carries the pending requests (a data part) and the resume token (task
-metadata, under ``"checkflow"``; ``_metadata`` names them). This module builds events only:
+metadata, under ``"checkflow"``; ``_metadata`` names them); a completed run's carries its
+last output when that is an ``A2AMessage``. This module builds events only:
 it never enqueues, stores or calls the host.
 """
 
@@ -17,8 +18,8 @@ from typing import Any
 from a2a.types import a2a_pb2
 
 from checkflow.adapters.a2a._metadata import pending_data, task_metadata
-from checkflow.adapters.a2a._parts import artifact_for_output, proto_value
-from checkflow.adapters.a2a._types import TaskRejected
+from checkflow.adapters.a2a._parts import artifact_for_output, message_to_proto, proto_value
+from checkflow.adapters.a2a._types import A2AMessage, TaskRejected
 from checkflow.agents import AgentResponse
 from checkflow.hosting import ResumeToken, jsonable
 from checkflow.workflows import PendingRequest, RunStatus
@@ -112,9 +113,12 @@ class RunEvents:
 
     def final(self, status: RunStatus, *, pending: Mapping[str, PendingRequest],
               resume_token: ResumeToken | None, error: BaseException | str | None,
-              at: str | None = None) -> a2a_pb2.TaskStatusUpdateEvent:
+              at: str | None = None, last_output: Any = None
+              ) -> a2a_pb2.TaskStatusUpdateEvent:
         """The status a run ends the task in: input-required, completed, rejected, failed or
-        canceled (``error``: the exception, or a turn record's error text)."""
+        canceled (``error``: the exception, or a turn record's error text). A completed
+        run whose last output (``last_output``) is an ``A2AMessage`` has that message as its
+        status message (it stays an artifact too: a stream sends each output as it comes)."""
         if pending and status is not RunStatus.FAILED:
             ids = list(pending)
             text = (f"waiting for {len(ids)} response(s): answer with a data part mapping "
@@ -136,4 +140,12 @@ class RunEvents:
                                message=self.agent_message(str(error or "canceled")))
         if status is RunStatus.RUNNING:
             return self.working(at)
-        return self.status(a2a_pb2.TASK_STATE_COMPLETED, metadata=done_meta, at=at)
+        reply = self.reply(last_output) if isinstance(last_output, A2AMessage) else None
+        return self.status(a2a_pb2.TASK_STATE_COMPLETED, metadata=done_meta, at=at,
+                           message=reply)
+
+    def reply(self, message: A2AMessage) -> a2a_pb2.Message:
+        """A message the workflow yielded, as the task's status message: its parts and
+        metadata; its id its own, else the run's status message id (stable, as above)."""
+        return message_to_proto(message, message_id=f"{self._prefix}status",
+                                context_id=self.context_id, task_id=self.task_id)

@@ -143,4 +143,5 @@ class _Relay:
         record = result.turn  # stamped as the derived task is, so every read agrees
         await self.queue.enqueue_event(self.events.final(
             result.status, pending=result.pending_requests, resume_token=result.resume_token,
-            error=error, at=record.ended_at if record is not None else None))
+            error=error, at=record.ended_at if record is not None else None,
+            last_output=result.outputs[-1] if result.outputs else None))

@@ -7,10 +7,11 @@ creates or touches a task, so a refusal is a plain protocol error and nothing is
   is refused, never replaced; without one a new context is made.
 - ``messageId`` is the turn's idempotency key: a retry of a committed turn is answered with
   its task (``Replayed``: nothing runs), a retry of a running one follows it (``Attach``).
-- a message with ``taskId`` continues that task: only an input-required one, with a data part
-  mapping request ids to values (or any value when exactly one request waits); the task's
-  resume token goes with it, so of two racing continuations exactly one wins. A reply to a
-  request the task already had answered is refused (``already_answered``), never a fork.
+- a message with ``taskId`` continues that task: only an input-required one, with the answers
+  ``_answers`` reads from it (a data part mapping request ids to values, one value, or the
+  whole message for a request that takes ``A2AMessage``); the task's resume token goes with
+  it, so of two racing continuations exactly one wins. A reply to a request the task already
+  had answered is refused (``already_answered``), never a fork.
 - a message without ``taskId`` while a task of the context awaits input is refused naming it;
   ``metadata.checkflow.fromSnapshot`` is the one way to branch: a new task from that snapshot.
 - a busy conversation is refused at once (the host's lease), never queued.
@@ -37,6 +38,12 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
+from checkflow.adapters.a2a._answers import (
+    already_answered,
+    answered_ids,
+    data_part,
+    responses_for,
+)
 from checkflow.adapters.a2a._executor import HostExecutor, PreparedRun
 from checkflow.adapters.a2a._ids import (
     MAX_ID,
@@ -49,12 +56,11 @@ from checkflow.adapters.a2a._metadata import (
     BRANCH_KEY,
     client_meta,
     error_data,
-    pending_ids,
     resume_token_of,
 )
-from checkflow.adapters.a2a._parts import input_value, message_from_proto
+from checkflow.adapters.a2a._parts import input_value
 from checkflow.adapters.a2a._store import A2ATaskStore
-from checkflow.adapters.a2a._view import TASK_KEY, TaskView, origin_data, task_turns
+from checkflow.adapters.a2a._view import TASK_KEY, origin_data, task_turns
 from checkflow.errors import (
     ConversationBusyError,
     ConversationNotFoundError,
@@ -110,51 +116,6 @@ def check_context_id(context_id: str) -> None:
 
 def _state_name(task: a2a_pb2.Task) -> str:
     return str(a2a_pb2.TaskState.Name(task.status.state))
-
-
-def _already_answered(task_id: str, request_ids: Sequence[str], state: str | None = None
-                      ) -> UnsupportedOperationError:
-    ids = sorted(request_ids)
-    where = f"task {task_id} is {state}" if state else f"task {task_id}"
-    return UnsupportedOperationError(
-        message=f"{where}: request(s) {', '.join(ids)} were already answered; to "
-                f"answer again from that pause, start a new task with metadata "
-                f"checkflow.{BRANCH_KEY} naming its snapshot",
-        data=error_data(reason="already_answered", request_ids=ids))
-
-
-def _asked(view: TaskView) -> set[str]:
-    """Every request id a turn of the task ended waiting for."""
-    return {rid for turn in view.turns for rid in turn.pending_requests}
-
-
-def _data(message: a2a_pb2.Message) -> dict[str, Any] | None:
-    data = [p.data for p in message_from_proto(message).parts if p.kind == "data"]
-    return data[0] if len(data) == 1 and isinstance(data[0], dict) else None
-
-
-def responses_for(view: TaskView, message: a2a_pb2.Message) -> dict[str, Any]:
-    """The host ``responses`` a continuation message carries for a paused task."""
-    task = view.task
-    waiting = pending_ids(task)
-    data = _data(message)
-    if data is not None:
-        named = set(data)
-        answered = (named - set(waiting)) & _asked(view)
-        if answered:
-            raise _already_answered(task.id, list(answered))
-        if named & set(waiting):
-            unknown = sorted(named - set(waiting))
-            if unknown:
-                raise InvalidParamsError(
-                    message=f"task {task.id} has no pending request {unknown[0]!r} "
-                            f"(pending: {', '.join(waiting)})")
-            return dict(data)
-    if len(waiting) == 1:
-        return {waiting[0]: input_value(message, whole_message=False)}
-    raise InvalidParamsError(
-        message=f"task {task.id} waits for responses to {', '.join(waiting)}: send one data "
-                f"part mapping request ids to values")
 
 
 def _branch(message: a2a_pb2.Message) -> str | None:
@@ -221,10 +182,9 @@ class RunGate(RequestContextBuilder):
         current, context_id = view.task, view.task.context_id
         if current.status.state != a2a_pb2.TASK_STATE_INPUT_REQUIRED:
             await self._replay_of(context_id, task_id, message.message_id, context)
-            data = _data(message)
-            if data is not None and set(data) & _asked(view):
-                raise _already_answered(task_id, list(set(data) & _asked(view)),
-                                        _state_name(current))
+            late = answered_ids(view, message)
+            if late:
+                raise already_answered(task_id, late, _state_name(current))
             if current.status.state in TERMINAL:
                 raise UnsupportedOperationError(
                     message=f"task {task_id} is {_state_name(current)} and takes no more "
@@ -233,8 +193,8 @@ class RunGate(RequestContextBuilder):
             raise UnsupportedOperationError(
                 message=f"task {task_id} is {_state_name(current)}: it is not waiting for "
                         f"input (subscribe to it, or cancel it)")
+        message.context_id = context_id  # as the task has it (a whole-message answer shows it)
         responses = responses_for(view, message)
-        message.context_id = context_id
         run = await self._start(context_id, task_id, message, context, responses=responses,
                                 resume_token=resume_token_of(current), new_task=False)
         run.run_index = len(view.turns)
@@ -279,7 +239,7 @@ class RunGate(RequestContextBuilder):
                               context: ServerCallContext) -> dict[str, Any] | None:
         """A branch from a pause whose data part maps its request ids: those answers (else
         the message is the new task's input, from that snapshot)."""
-        data = _data(message)
+        data = data_part(message)
         if data is None:
             return None
         try:
@@ -356,7 +316,7 @@ def _refusal(exc: BaseException, context_id: str, task_id: str) -> BaseException
                     f"{exc.retry_after:g} s",
             data=error_data(reason="CONTEXT_BUSY", retry_after=exc.retry_after))
     if isinstance(exc, RequestNotPendingError):
-        return _already_answered(task_id, exc.request_ids)
+        return already_answered(task_id, exc.request_ids)
     if isinstance(exc, RecordTooLargeError):
         return InvalidRequestError(message=str(exc), data=error_data(
             reason="record_too_large", size=exc.size, limit=exc.limit))

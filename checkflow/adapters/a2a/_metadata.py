@@ -7,7 +7,8 @@ What the adapter writes:
   nothing waits);
 - the data part of a paused task's status message: ``pendingRequests``, each
   ``requestId``, ``data``, ``responseSchema`` and ``sourceExecutorId`` (``data`` and the
-  schema are the workflow's own values, passed as they are);
+  schema are the workflow's own values, passed as they are), and ``takesMessage: true`` for
+  a request answered by the whole next message (its response type takes ``A2AMessage``);
 - the ``data`` of the errors it raises (``reason``, ``requestIds``, ``waitingTaskId``,
   ``retryAfter``, ...).
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from a2a.types import a2a_pb2
 
-from checkflow.adapters.a2a._parts import python_value
+from checkflow.adapters.a2a._parts import python_value, takes_message
 from checkflow.hosting import ResumeToken, pending_view
 from checkflow.workflows import PendingRequest
 
@@ -39,6 +40,7 @@ _CONVERSATION = "conversationId"
 _PENDING_IDS = "pendingRequestIds"
 _TOKEN = "resumeToken"
 _PENDING = "pendingRequests"
+_TAKES_MESSAGE = "takesMessage"
 
 
 def camel(name: str) -> str:
@@ -62,7 +64,14 @@ def task_metadata(context_id: str, pending: Sequence[str], token: ResumeToken | 
 
 def pending_data(pending: Mapping[str, PendingRequest]) -> dict[str, Any]:
     """The data part of a paused task's status message: its pending requests."""
-    return {_PENDING: [_camel_keys(pending_view(request)) for request in pending.values()]}
+    return {_PENDING: [_pending(request) for request in pending.values()]}
+
+
+def _pending(request: PendingRequest) -> dict[str, Any]:
+    view = _camel_keys(pending_view(request))
+    if takes_message(request.response_type):
+        view[_TAKES_MESSAGE] = True  # answered by the whole next message, files included
+    return view
 
 
 def error_data(**facts: Any) -> dict[str, Any]:

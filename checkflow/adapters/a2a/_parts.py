@@ -9,6 +9,8 @@ only: it never calls the host and never touches the task store.
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,7 @@ __all__ = [
     "part_to_proto",
     "proto_value",
     "python_value",
+    "takes_message",
 ]
 
 _ROLES = {a2a_pb2.ROLE_USER: "user", a2a_pb2.ROLE_AGENT: "agent"}
@@ -118,6 +121,16 @@ def message_to_proto(message: A2AMessage, *, message_id: str, context_id: str,
     if message.metadata:
         out.metadata.update(message.metadata)
     return out
+
+
+def takes_message(response_type: Any) -> bool:
+    """Whether a value of ``response_type`` may be an ``A2AMessage`` (the type itself, or a
+    union holding it): such a request is answered with the whole continuation message."""
+    if response_type is A2AMessage:
+        return True
+    if typing.get_origin(response_type) in (typing.Union, types.UnionType):
+        return A2AMessage in typing.get_args(response_type)
+    return False
 
 
 def input_value(message: a2a_pb2.Message, *, whole_message: bool) -> Any:

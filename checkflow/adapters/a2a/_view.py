@@ -5,7 +5,8 @@ A task is the turns that carry its id in their ``TurnOrigin.data`` (``task_id``,
 continuation (a native answer to its pause too), in lineage order. Its history is those
 messages, its artifacts their turns' outputs (ids by turn and output index, as the live
 relay names them), its status the last turn's outcome: ``INPUT_REQUIRED`` with the pending
-requests and the resume token of that turn's last snapshot, ``COMPLETED``,
+requests and the resume token of that turn's last snapshot, ``COMPLETED`` (with the turn's
+last output as status message when that is an ``A2AMessage``),
 ``FAILED``/``REJECTED`` (with the error), ``CANCELED``, or ``WORKING`` while it runs. A
 context's tasks (its task index) are the lineage's turns grouped by task. Nothing here is
 stored: a branch, a native answer, a cancel or a crash is seen exactly as the checkpoint and
@@ -88,7 +89,8 @@ def _status(events: RunEvents, turn: TurnRecord) -> a2a_pb2.TaskStatusUpdateEven
     token = (ResumeToken(turn.checkpoint_id, turn.last_snapshot_id)
              if turn.checkpoint_id and turn.last_snapshot_id else None)
     return events.final(turn.status, pending=turn.pending_requests, resume_token=token,
-                        error=turn.error, at=turn.ended_at or turn.started_at)
+                        error=turn.error, at=turn.ended_at or turn.started_at,
+                        last_output=turn.outputs[-1] if turn.outputs else None)
 
 
 def render(task_id: str, context_id: str, turns: Sequence[TurnRecord]) -> TaskView:
