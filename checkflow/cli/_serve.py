@@ -111,17 +111,28 @@ def run_serve(target: str, options: ServeOptions) -> None:
         runner.run(serve(target, options, loop_name=name))
 
 
-def _banner(target: str, url: str, storage: str, loop_name: str) -> str:
-    runs = f"{url}/v1/conversations/demo/runs"
-    return "\n".join([
-        f"checkflow: serving {target} on {url} (storage {storage}, loop {loop_name})",
-        "try it:",
-        f"  curl -s -X POST {runs} -H 'content-type: application/json' "
-        "-d '{\"message\": \"cats\"}'",
-        "then answer the pending request it returns:",
-        f"  curl -s -X POST {runs} -H 'content-type: application/json' "
-        "-d '{\"responses\": {\"<request_id>\": true}}'",
-    ])
+def _banner(target: str, url: str, storage: str, loop_name: str, *, native: bool,
+            adapters: Sequence[Any]) -> str:
+    """What is served and one line to try per protocol: the native API's when mounted, and
+    each adapter's ``try_it(url)`` lines (an optional attribute of an adapter)."""
+    lines = [f"checkflow: serving {target} on {url} (storage {storage}, loop {loop_name})",
+             "try it:"]
+    if native:
+        runs = f"{url}/v1/conversations/demo/runs"
+        lines += [
+            f"  curl -s -X POST {runs} -H 'content-type: application/json' "
+            "-d '{\"message\": \"cats\"}'",
+            "then answer the pending request it returns:",
+            f"  curl -s -X POST {runs} -H 'content-type: application/json' "
+            "-d '{\"responses\": {\"<request_id>\": true}}'",
+        ]
+    for adapter in adapters:
+        try_it = getattr(adapter, "try_it", None)
+        if callable(try_it):
+            lines += [f"  {line}" for line in try_it(url)]
+    if len(lines) == 2:  # nothing to suggest: only the probes (and adapters of no example)
+        lines.append(f"  curl -s {url}/healthz")
+    return "\n".join(lines)
 
 
 async def serve(target: str, options: ServeOptions, *, loop_name: str = "asyncio") -> None:
@@ -195,7 +206,9 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
         with _listening(options.host, options.port) as sock:
             shown = f"[{options.host}]" if ":" in options.host else options.host
             url = f"http://{shown}:{sock.getsockname()[1]}"
-            print(_banner(target, url, options.storage, loop_name), flush=True)
+            print(_banner(target, url, options.storage, loop_name,
+                          native="native" in options.adapters,
+                          adapters=adapter_objects), flush=True)
             if auth is None and not _loopback(options.host):
                 print(f"checkflow: warning: {shown} is reachable beyond this machine and "
                       "there is no --authenticate: every client is the same tenant and can "

@@ -108,6 +108,13 @@ class A2AAdapter:
         return with_interfaces(card, self.public_url or base_url, rpc_path=self.rpc_path,
                                rest_prefix=self.rest_prefix)
 
+    def try_it(self, url: str) -> list[str]:
+        """A line to try this adapter with (``serve`` prints it in its banner)."""
+        send = ('{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
+                '{"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "cats"}]}}}')
+        return [f"curl -s -X POST {url}{self.rpc_path} -H 'content-type: application/json' "
+                f"-H 'A2A-Version: 1.0' -d '{send}'"]
+
     def routes(self, host: Host) -> list[BaseRoute]:
         """The JSON-RPC, REST and agent-card routes serving ``host``."""
         described: list[HostDescription] = []

@@ -89,6 +89,13 @@ class AGUIAdapter:
         self.prefixes = (self.path,)
         self.name = "agui"
 
+    def try_it(self, url: str) -> list[str]:
+        """A line to try this adapter with (``serve`` prints it in its banner)."""
+        run = ('{"threadId": "agui-demo", "runId": "r1", "messages": '
+               '[{"id": "m1", "role": "user", "content": "cats"}]}')
+        return [f"curl -s -N -X POST {url}{self.path} -H 'content-type: application/json' "
+                f"-d '{run}'"]
+
     def routes(self, host: Host) -> list[BaseRoute]:
         """The one AG-UI route, bound to ``host``."""
 

@@ -154,6 +154,11 @@ class FoundryAdapter:
             Exception: _unexpected,
         }
 
+    def try_it(self, url: str) -> list[str]:
+        """A line to try this adapter with (``serve`` prints it in its banner)."""
+        return [f"curl -s -X POST {url}/responses -H 'content-type: application/json' "
+                "-d '{\"input\": \"cats\"}'"]
+
     def _principal(self, request: Request) -> str | None:
         principal = request_principal(request)
         if principal is None and self.container:
