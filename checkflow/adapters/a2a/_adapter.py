@@ -26,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from checkflow.adapters.a2a._card import base_card, load_card, with_interfaces
+from checkflow.adapters.a2a._card_cache import DEFAULT_CARD_CACHE_CONTROL, CardCaching
 from checkflow.adapters.a2a._errors import refusal_handler
 from checkflow.adapters.a2a._executor import HostExecutor
 from checkflow.adapters.a2a._gate import RunGate
@@ -73,8 +74,10 @@ class A2AAdapter:
     """Serve a host over A2A 1.0: JSON-RPC at ``rpc_path``, HTTP+JSON under ``rest_prefix``.
 
     ``agent_card`` (an ``AgentCard`` or a path to its JSON) overrides the card derived from
-    the workflow. ``public_url`` is the base URL the card's interfaces name; without it each
-    card request derives it from the address the client used. A task is its turns in the
+    the workflow; ``card_cache_control`` is the card's ``Cache-Control`` (``None``: none
+    sent; it also has an ``ETag`` and a ``Last-Modified``, and answers 304s).
+    ``public_url`` is the base URL the card's interfaces name; without it each card request
+    derives it from the address the client used. A task is its turns in the
     host's checkpoint (no task record is kept), so any process sharing the stores serves
     every task.
     ``idle_task_timeout`` is how long a paused task's in-memory SDK state lingers before a
@@ -87,6 +90,7 @@ class A2AAdapter:
     name = "a2a"
 
     def __init__(self, agent_card: a2a_pb2.AgentCard | str | Path | None = None, *,
+                 card_cache_control: str | None = DEFAULT_CARD_CACHE_CONTROL,
                  rpc_path: str = "/a2a", rest_prefix: str = "/a2a/rest",
                  public_url: str | None = None, idle_task_timeout: float = 30.0,
                  shutdown_grace: float = 3600.0) -> None:
@@ -96,6 +100,7 @@ class A2AAdapter:
         self.public_url = public_url.rstrip("/") if public_url else None
         self.idle_task_timeout = idle_task_timeout
         self.shutdown_grace = shutdown_grace
+        self.card_cache_control = card_cache_control
         self.prefixes = _outermost([self.rpc_path, self.rest_prefix,
                                     AGENT_CARD_WELL_KNOWN_PATH])
         # refused bodies (too large, slow, deep, not JSON) in A2A's own error shape
@@ -149,10 +154,12 @@ class A2AAdapter:
                                                     path_prefix=self.rest_prefix,
                                                     shutdown_grace_period=self.shutdown_grace)
                       if isinstance(r, Route))  # not the SDK's catch-all /{tenant} mount
-        for route in create_agent_card_routes(placeholder, card_modifier=card_modifier):
+        caching = CardCaching()  # the card cannot change from now on: its Last-Modified
+        for route in create_agent_card_routes(placeholder, card_modifier=card_modifier,
+                                              cache_control=self.card_cache_control):
             assert isinstance(route, Route)
-            routes.append(Route(route.path, _with_base_url(route.endpoint, self.public_url),
-                                methods=["GET"]))
+            routes.append(Route(route.path, caching.wrap(
+                _with_base_url(route.endpoint, self.public_url)), methods=["GET"]))
         return routes
 
 
