@@ -6,8 +6,10 @@ The lines are read off the real server's output and sent with httpx as curl woul
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -79,3 +81,15 @@ def test_an_adapter_alone_leaves_the_native_api_out_but_keeps_the_probes(
         assert client.post("/v1/conversations/demo/runs", json={"message": "x"}
                            ).status_code == 404
     assert tried(server.output) and not any("/v1/" in argv[4] for argv in tried(server.output))
+
+
+def test_the_readme_offers_what_the_banner_offers(start_server: Start) -> None:
+    """The README's adapter table shows, for each protocol, the banner's own line."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Protocol adapters", 1)[1].split("\n## ", 1)[0]
+    documented = sorted(re.findall(r"`(curl [^`]+)`", table))
+    server = start_server(TARGET, "memory:", "--adapters", "a2a,agui,foundry")
+    printed = sorted(shlex.join(argv).replace(server.url, "http://127.0.0.1:8000")
+                     for argv in tried(server.output))
+    documented = sorted(shlex.join(shlex.split(line)) for line in documented)
+    assert documented == printed
