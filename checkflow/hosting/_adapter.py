@@ -8,6 +8,7 @@ adapter's own error mapping. Only the protocol lives here; this module must neve
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -15,7 +16,8 @@ if TYPE_CHECKING:
 
     from checkflow.hosting._protocol import Host
 
-__all__ = ["Adapter", "adapter_body_limit", "adapter_exception_handlers", "adapter_prefixes"]
+__all__ = ["Adapter", "adapter_body_limit", "adapter_exception_handlers", "adapter_lifespan",
+           "adapter_prefixes"]
 
 
 @runtime_checkable
@@ -33,6 +35,9 @@ class Adapter(Protocol):
       handler for ``HttpError`` also answers the bodies the app refuses before any route
       runs (too large, too slow, too deeply nested, not JSON).
     - ``max_body_bytes``: the largest request body its routes take (``None``: the app's).
+    - ``lifespan(host)``: an async context manager the app enters on start-up and leaves on
+      shutdown (work of its own beside requests, e.g. A2A push deliveries); called after
+      ``routes(host)``.
     """
 
     def routes(self, host: Host) -> list[BaseRoute]:
@@ -64,3 +69,12 @@ def adapter_body_limit(adapter: Adapter) -> int | None:
     """The adapter's own body size limit, or ``None`` for the app's."""
     limit = getattr(adapter, "max_body_bytes", None)
     return int(limit) if limit is not None else None
+
+
+def adapter_lifespan(adapter: Adapter, host: Host) -> AbstractAsyncContextManager[Any] | None:
+    """What the adapter runs beside its requests for ``host``, or ``None``."""
+    lifespan = getattr(adapter, "lifespan", None)
+    if lifespan is None:
+        return None
+    context: AbstractAsyncContextManager[Any] = lifespan(host)
+    return context

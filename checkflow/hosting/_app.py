@@ -11,10 +11,12 @@ state or decide concurrency: the host does.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -32,6 +34,7 @@ from checkflow.hosting._adapter import (
     Adapter,
     adapter_body_limit,
     adapter_exception_handlers,
+    adapter_lifespan,
     adapter_prefixes,
 )
 from checkflow.hosting._agent_host import AgentHost
@@ -387,8 +390,10 @@ BodyRule = tuple[Sequence[str], BodyLimits, Refusal]
 
 
 def _adapter_mounts(host: Host, adapters: Sequence[Adapter], limits: BodyLimits,
-                    rules: list[BodyRule]) -> list[BaseRoute]:
-    """One sub-app per adapter; ``rules`` gains each one's body limits and refusal shape."""
+                    rules: list[BodyRule], lifespans: list[AbstractAsyncContextManager[Any]]
+                    ) -> list[BaseRoute]:
+    """One sub-app per adapter; ``rules`` gains each one's body limits and refusal shape,
+    ``lifespans`` what each runs beside its requests."""
     claims: list[tuple[str, Sequence[str]]] = [("the native API", NATIVE_PREFIXES)]
     mounts: list[BaseRoute] = []
     for adapter in adapters:
@@ -405,8 +410,25 @@ def _adapter_mounts(host: Host, adapters: Sequence[Adapter], limits: BodyLimits,
         sub.state.max_body_bytes = mine.max_bytes
         rules.append((prefixes, mine, _refusal(handlers)))
         mounts.append(PrefixMount(prefixes, sub, name))
+        lifespan = adapter_lifespan(adapter, host)
+        if lifespan is not None:
+            lifespans.append(lifespan)
     check_prefixes(claims)
     return mounts
+
+
+def _lifespan(contexts: Sequence[AbstractAsyncContextManager[Any]]
+              ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: every adapter's entered on start-up, left in reverse order."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for context in contexts:
+                await stack.enter_async_context(context)
+            yield
+
+    return lifespan
 
 
 def build_app(
@@ -425,7 +447,8 @@ def build_app(
     if native:
         routes.append(_openapi_route(host))
     rules: list[BodyRule] = []
-    routes.extend(_adapter_mounts(host, adapters, limits, rules))
+    lifespans: list[AbstractAsyncContextManager[Any]] = []
+    routes.extend(_adapter_mounts(host, adapters, limits, rules, lifespans))
     if native and isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
     elif native:  # without it: the adapters alone (and the health probes)
@@ -436,7 +459,8 @@ def build_app(
     stack.append(Middleware(BodyGuard, limits=limits, refuse=_mapped_error,
                             make_error=HttpError, rules=rules))
     app = Starlette(routes=routes, middleware=stack,
-                    exception_handlers=NATIVE_EXCEPTION_HANDLERS)
+                    exception_handlers=NATIVE_EXCEPTION_HANDLERS,
+                    lifespan=_lifespan(lifespans) if lifespans else None)
     app.state.host = host
     app.state.max_body_bytes = max_body_bytes
     return app

@@ -17,7 +17,7 @@ from typing import Any, Final
 import msgspec
 
 from checkflow import state as codec
-from checkflow.errors import RecordTooLargeError
+from checkflow.errors import RecordTooLargeError, SessionError
 from checkflow.sessions import AgentSession, SessionStore
 
 __all__ = ["DEFAULT_MAX_RECORD_BYTES", "RecordStore", "StoredRecord"]
@@ -87,6 +87,25 @@ class RecordStore:
         session = AgentSession(self._session_id(key, principal),
                                {_IDENTITY: identity, _VALUE: value})
         return await self._store.set(session, expected_version=expected_version, create=create)
+
+    async def keys(self) -> list[tuple[str | None, str]]:
+        """Every ``(principal, key)`` of this namespace (reads every session: for an
+        adapter's start-up, not a hot path)."""
+        found: list[tuple[str | None, str]] = []
+        for session_id in await self._store.list_session_ids():
+            if not session_id.startswith("record-"):
+                continue
+            try:
+                session = await self._store.get(session_id)
+            except SessionError:
+                continue  # unreadable here (damage, or types this process lacks): skip it
+            identity = None if session is None else session.state.get(_IDENTITY)
+            if (isinstance(identity, dict) and identity.get("namespace") == self.namespace
+                    and isinstance(identity.get("key"), str)):
+                principal = identity.get("principal")
+                found.append((principal if isinstance(principal, str) else None,
+                              identity["key"]))
+        return found
 
     async def delete(
         self, key: str, *, principal: str | None = None, expected_version: str | None = None

@@ -30,6 +30,11 @@ so a restarted server or a second one sharing the storage serves the same tasks.
   refused (-32004 ``already_answered``); ``metadata.checkflow.fromSnapshot`` branches.
 - ``CancelTask`` cancels through ``Host.cancel``; a cancelled input-required task's turns
   leave the conversation (its head goes back to before the task), so its requests go too.
+- Push notifications (on by default): a task's push configs are created, read, listed and
+  deleted over both bindings and kept per principal beside the conversation; every state
+  change POSTs the task to each webhook (token, credentials), retried with backoff
+  (``PushRetry``), delivered after a restart too. Webhook URLs must be http(s) and public
+  unless allowed (``PushURLError`` -> -32602).
 - Busy conversations and lost races are refused at once (-32004), never queued. The SDK's
   0.3 compatibility is off: a request without ``A2A-Version`` is 0.3 and gets -32009.
 """
@@ -40,15 +45,18 @@ from checkflow.adapters.a2a._types import A2AMessage, A2APart, Artifact, TaskRej
 try:
     with requires_extra("a2a", "checkflow.adapters.a2a"):
         from checkflow.adapters.a2a._adapter import A2AAdapter, default_adapter
+        from checkflow.adapters.a2a._deliver import TOKEN_HEADER, PushRetry
+        from checkflow.adapters.a2a._push import PushPolicy, PushURLError
         from checkflow.adapters.a2a._store import A2ATaskStore
 except MissingExtraError as exc:  # the types above stay usable; the rest says what is missing
     _missing = exc
 
     def __getattr__(name: str) -> object:
-        if name in {"A2AAdapter", "A2ATaskStore", "default_adapter"}:
+        if name in {"A2AAdapter", "A2ATaskStore", "PushPolicy", "PushRetry", "PushURLError",
+                    "TOKEN_HEADER", "default_adapter"}:
             raise MissingExtraError(f"checkflow.adapters.a2a.{name}", "a2a",
                                     name=_missing.name) from _missing
         raise AttributeError(f"module 'checkflow.adapters.a2a' has no attribute {name!r}")
 
-__all__ = ["A2AAdapter", "A2AMessage", "A2APart", "A2ATaskStore", "Artifact", "TaskRejected",
-           "default_adapter"]
+__all__ = ["TOKEN_HEADER", "A2AAdapter", "A2AMessage", "A2APart", "A2ATaskStore", "Artifact",
+           "PushPolicy", "PushRetry", "PushURLError", "TaskRejected", "default_adapter"]

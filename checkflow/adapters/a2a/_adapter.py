@@ -7,12 +7,15 @@ factories. This module wires only; the rules live in ``_gate``, ``_handler`` and
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from a2a.server.agent_execution import RequestContext
 from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
 from a2a.server.routes import (
     DefaultServerCallContextBuilder,
     create_agent_card_routes,
@@ -27,11 +30,13 @@ from starlette.routing import BaseRoute, Route
 
 from checkflow.adapters.a2a._card import base_card, load_card, with_interfaces
 from checkflow.adapters.a2a._card_cache import DEFAULT_CARD_CACHE_CONTROL, CardCaching
+from checkflow.adapters.a2a._deliver import PushDeliverer, PushRetry
 from checkflow.adapters.a2a._errors import refusal_handler
 from checkflow.adapters.a2a._executor import HostExecutor
 from checkflow.adapters.a2a._gate import RunGate
 from checkflow.adapters.a2a._handler import A2ARequestHandler
 from checkflow.adapters.a2a._ids import PRINCIPAL_KEY
+from checkflow.adapters.a2a._push import PushPolicy
 from checkflow.adapters.a2a._store import A2ATaskStore
 from checkflow.adapters.a2a._types import A2AMessage
 from checkflow.hosting import (
@@ -85,6 +90,11 @@ class A2AAdapter:
     given on SIGTERM to end with its final status (the server stops its turns before its own
     ``--shutdown-timeout``, and each stream then ends at once with ``CANCELED``; the server's
     timeout closes whatever is left).
+    ``push_notifications`` (default on; the card says so) serves a task's push configs and
+    POSTs the task to each webhook on every state change, retried as ``push_retry`` says.
+    Webhooks must be http(s) on public addresses; ``push_allowed_hosts`` (names and
+    networks) restricts them to those (trusted even when not public), ``push_allow_local``
+    also accepts loopback, link-local and private addresses (development, tests).
     """
 
     name = "a2a"
@@ -93,7 +103,10 @@ class A2AAdapter:
                  card_cache_control: str | None = DEFAULT_CARD_CACHE_CONTROL,
                  rpc_path: str = "/a2a", rest_prefix: str = "/a2a/rest",
                  public_url: str | None = None, idle_task_timeout: float = 30.0,
-                 shutdown_grace: float = 3600.0) -> None:
+                 shutdown_grace: float = 3600.0, push_notifications: bool = True,
+                 push_allowed_hosts: Sequence[str] | None = None,
+                 push_allow_local: bool = False, push_retry: PushRetry | None = None
+                 ) -> None:
         self._card = load_card(agent_card) if agent_card is not None else None
         self.rpc_path = _path(rpc_path, "rpc_path")
         self.rest_prefix = _path(rest_prefix, "rest_prefix")
@@ -101,6 +114,12 @@ class A2AAdapter:
         self.idle_task_timeout = idle_task_timeout
         self.shutdown_grace = shutdown_grace
         self.card_cache_control = card_cache_control
+        self.push_notifications = push_notifications
+        self.push_policy = PushPolicy(
+            allowed_hosts=tuple(push_allowed_hosts) if push_allowed_hosts is not None
+            else None, allow_local=push_allow_local)
+        self.push_retry = push_retry or PushRetry()
+        self._deliverers: dict[int, PushDeliverer] = {}
         self.prefixes = _outermost([self.rpc_path, self.rest_prefix,
                                     AGENT_CARD_WELL_KNOWN_PATH])
         # refused bodies (too large, slow, deep, not JSON) in A2A's own error shape
@@ -110,8 +129,10 @@ class A2AAdapter:
     def card_for(self, name: str, description: str, base_url: str) -> a2a_pb2.AgentCard:
         """The card served for a host of that name and description at ``base_url``."""
         card = self._card if self._card is not None else base_card(name, description)
-        return with_interfaces(card, self.public_url or base_url, rpc_path=self.rpc_path,
-                               rest_prefix=self.rest_prefix)
+        served = with_interfaces(card, self.public_url or base_url, rpc_path=self.rpc_path,
+                                 rest_prefix=self.rest_prefix)
+        served.capabilities.push_notifications = self.push_notifications
+        return served
 
     def try_it(self, url: str) -> list[str]:
         """A line to try this adapter with (``serve`` prints it in its banner)."""
@@ -139,12 +160,16 @@ class A2AAdapter:
 
         # the handler reads only the capabilities; the served card is built per request
         placeholder = self.card_for("checkflow", "", self.public_url or "http://127.0.0.1")
-        executor = HostExecutor(host)
+        push = (PushDeliverer(host, self.push_policy, self.push_retry)
+                if self.push_notifications else None)
+        executor = HostExecutor(host) if push is None else _PushingExecutor(host, push)
         store = A2ATaskStore(host, executor.running.__contains__)
-        executor.on_end = store.forget
+        executor.on_end = store.forget if push is None else _both(store.forget, push.poke)
+        if push is not None:
+            self._deliverers[id(host)] = push
         gate = RunGate(host, store, executor, takes_a2a_message)
         handler = A2ARequestHandler(host, store, placeholder, gate=gate, executor=executor,
-                                    idle_task_timeout=self.idle_task_timeout)
+                                    idle_task_timeout=self.idle_task_timeout, push=push)
         context = _PrincipalContext()
         routes: list[BaseRoute] = []
         for path in (self.rpc_path, self.rpc_path + "/"):  # a trailing slash, no redirect
@@ -161,6 +186,42 @@ class A2AAdapter:
             routes.append(Route(route.path, caching.wrap(
                 _with_base_url(route.endpoint, self.public_url)), methods=["GET"]))
         return routes
+
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, host: Host) -> AsyncIterator[None]:
+        """While the app runs: push deliveries for ``host`` (those an earlier process left
+        pending first)."""
+        push = self._deliverers.get(id(host))
+        if push is None:
+            yield
+            return
+        await push.start()
+        try:
+            yield
+        finally:
+            await push.stop()
+
+
+class _PushingExecutor(HostExecutor):
+    """The relay, telling push deliveries as a turn starts (its task is ``WORKING``)."""
+
+    def __init__(self, host: Host, push: PushDeliverer) -> None:
+        super().__init__(host)
+        self._push = push
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self._push.poke(context.task_id or "")
+        await super().execute(context, event_queue)
+
+
+def _both(first: Callable[[str], None], second: Callable[[str], None]
+          ) -> Callable[[str], None]:
+    def both(task_id: str) -> None:
+        first(task_id)
+        second(task_id)
+
+    return both
 
 
 def _with_base_url(endpoint: Any, public_url: str | None) -> Any:

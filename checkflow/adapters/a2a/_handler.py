@@ -13,6 +13,9 @@
   answered once its turn ended; an input-required task is cancelled by the host dropping
   its turns from the conversation (``Host.cancel(..., turn_id=...)``), so its requests go too.
 
+- Push configs: the SDK's create/get/list/delete on ``_push``'s store; every webhook URL
+  (a message's own config too, before its turn starts) is checked by the adapter's policy.
+
 Everything else (JSON-RPC, ProtoJSON, errors, versions, ``GetTask``, ``ListTasks``) is the
 SDK's own, on the derived store. This module never converts workflow values itself.
 """
@@ -37,10 +40,12 @@ from a2a.utils.errors import (
 )
 from a2a.utils.task import apply_history_length
 
+from checkflow.adapters.a2a._deliver import PushDeliverer
 from checkflow.adapters.a2a._executor import HostExecutor
 from checkflow.adapters.a2a._follow import follow_task
 from checkflow.adapters.a2a._gate import ATTEMPTS, BLOCKING, Attach, Replayed, RunGate
 from checkflow.adapters.a2a._ids import TERMINAL, principal_of
+from checkflow.adapters.a2a._push import PushURLError, invalid_push_url
 from checkflow.adapters.a2a._store import REQUEST_VIEWS, A2ATaskStore, RequestViews
 from checkflow.adapters.a2a._view import TaskView
 from checkflow.hosting import Host
@@ -65,18 +70,37 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
 
     def __init__(self, host: Host, store: A2ATaskStore, card: a2a_pb2.AgentCard, *,
                  gate: RunGate, executor: HostExecutor, idle_task_timeout: float,
-                 follow_poll_seconds: float = 0.25, follow_max_seconds: float = 3600.0
-                 ) -> None:
+                 follow_poll_seconds: float = 0.25, follow_max_seconds: float = 3600.0,
+                 push: PushDeliverer | None = None) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the same notice, as a warning
             super().__init__(agent_executor=executor, task_store=store, agent_card=card,
                              request_context_builder=gate,
-                             interrupted_task_timeout=idle_task_timeout)
+                             interrupted_task_timeout=idle_task_timeout,
+                             push_config_store=push.store if push is not None else None,
+                             push_url_validator=self._check_push_url)
+        self._push = push
         self._host = host
         self._store = store
         self._executor = executor
         self._poll = follow_poll_seconds
         self._max = follow_max_seconds
+
+    async def _check_push_url(self, url: str) -> bool:
+        """The adapter's webhook policy; a refusal is -32602 naming what was wrong."""
+        if self._push is not None:
+            try:
+                await self._push.policy.check(url)
+            except PushURLError as exc:
+                raise invalid_push_url(exc) from None
+        return True
+
+    async def _check_inline_push(self, params: a2a_pb2.SendMessageRequest) -> None:
+        """A message's own push config is checked before its turn starts (the SDK would
+        only check it once the gate started the turn)."""
+        if self._push is not None and params.configuration.HasField(
+                "task_push_notification_config"):
+            await self._check_push_url(params.configuration.task_push_notification_config.url)
 
     async def _close_unexecuted(self, attempts: list[tuple[str, Any]]) -> None:
         for task_id, run in attempts:
@@ -96,6 +120,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
                               context: ServerCallContext) -> a2a_pb2.Message | a2a_pb2.Task:
         """The SDK's SendMessage; a retry answers as recorded; an unexecuted turn is
         closed."""
+        await self._check_inline_push(params)
         attempts: list[tuple[str, Any]] = []
         token = ATTEMPTS.set(attempts)
         blocking = BLOCKING.set(not params.configuration.return_immediately)
@@ -129,6 +154,7 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         """The SDK's SendStreamingMessage; a retry streams as recorded (or follows). A
         continuation's stream opens with the task too (A2A: a task's stream starts with
         its ``Task``), as it is once its continuation is accepted."""
+        await self._check_inline_push(params)
         continuing = bool(params.message.task_id)
         attempts: list[tuple[str, Any]] = []
         token = ATTEMPTS.set(attempts)

@@ -32,7 +32,7 @@ async def test_the_card_names_the_workflow_its_interfaces_and_capabilities(app: 
     card = response.json()
     assert card["name"] == "a2a-test"
     assert card["capabilities"]["streaming"] is True
-    assert not card["capabilities"].get("pushNotifications")
+    assert card["capabilities"]["pushNotifications"] is True  # on by default
     assert [(i["protocolBinding"], i["url"], i["protocolVersion"])
             for i in card["supportedInterfaces"]] == [
         ("JSONRPC", f"{BASE}/a2a", "1.0"), ("HTTP+JSON", f"{BASE}/a2a/rest", "1.0")]
