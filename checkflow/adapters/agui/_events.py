@@ -78,11 +78,6 @@ def now_millis() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _stamp(events: list[BaseEvent], millis: int) -> list[BaseEvent]:
-    for event in events:
-        if event.timestamp is None:
-            event.timestamp = millis
-    return events
 
 
 class RunTranslator:
@@ -115,6 +110,7 @@ class RunTranslator:
         self._streamed: set[str] = set()  # executors whose deltas already showed their reply
         self._texts: dict[str, list[str]] = {}
         self._state: Mapping[str, Any] | None = None  # the last state this stream sent
+        self._last = 0  # the latest timestamp this stream sent
         self.finished = False
 
     def name_messages(self, new_id: Callable[[], str]) -> None:
@@ -125,10 +121,20 @@ class RunTranslator:
 
     def started(self) -> RunStartedEvent:
         """``RUN_STARTED``: declares protocol 1.0 and echoes the ids exactly as sent."""
-        return RunStartedEvent(
-            thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION,
-            timestamp=self._clock(),
-        )
+        event = RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id,
+                                protocol_version=PROTOCOL_VERSION)
+        self._stamp([event], self._clock())
+        return event
+
+    def _stamp(self, events: list[BaseEvent], millis: int) -> list[BaseEvent]:
+        """Stamp ``events`` at ``millis``, never before what this stream already sent: a
+        workflow event keeps the time it happened, and an event made as it is sent (a
+        state, the end) may be a millisecond later than the next workflow event's time."""
+        self._last = max(self._last, millis)
+        for event in events:
+            if event.timestamp is None:
+                event.timestamp = self._last
+        return events
 
     def _millis(self, event: WorkflowEvent) -> int:
         seconds = event.timestamp.timestamp()
@@ -151,7 +157,7 @@ class RunTranslator:
             out = self._delta(event.executor_id, event.update.role, event.update.text)
         else:
             out = self._output(event.executor_id, event.data)
-        return _stamp(out, stamp)
+        return self._stamp(out, stamp)
 
     def state(self, current: Mapping[str, Any]) -> list[BaseEvent]:
         """The event that brings a client from the last state this stream sent to
@@ -159,13 +165,13 @@ class RunTranslator:
         when it is smaller than a snapshot, else a snapshot; nothing when nothing changed."""
         previous, self._state = self._state, current
         if previous is None:
-            return _stamp([StateSnapshotEvent(snapshot=dict(current))], self._clock())
+            return self._stamp([StateSnapshotEvent(snapshot=dict(current))], self._clock())
         patch = state_patch(previous, current)
         if patch == []:
             return []
         event: BaseEvent = (StateSnapshotEvent(snapshot=dict(current)) if patch is None
                             else StateDeltaEvent.model_validate({"delta": patch}))
-        return _stamp([event], self._clock())
+        return self._stamp([event], self._clock())
 
     def finish(
         self,
@@ -202,7 +208,7 @@ class RunTranslator:
         out.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id,
                                     outcome=outcome))
         self.finished = True
-        return _stamp(out, self._clock())
+        return self._stamp(out, self._clock())
 
     def error(self, code: str, message: str,
               transcript: Sequence[Mapping[str, Any]] | None = None,
@@ -217,7 +223,7 @@ class RunTranslator:
             out.append(MessagesSnapshotEvent.model_validate({"messages": list(transcript)}))
         out.append(RunErrorEvent(code=code, message=message))
         self.finished = True
-        return _stamp(out, self._clock())
+        return self._stamp(out, self._clock())
 
     @staticmethod
     def interrupt(view: Mapping[str, Any], resume_token: Mapping[str, Any] | None) -> Interrupt:

@@ -213,11 +213,26 @@ def test_every_event_of_every_ending_carries_a_timestamp_the_models_accept() -> 
         stamped.timestamp = datetime(2026, 12, 1, tzinfo=UTC)
         events = [t.started(), *t.translate(SuperstepStartedEvent(superstep=1)),
                   *t.translate(update), *t.translate(stamped), *end(t)]
+        later = False
         for wire in _wire(events):
             parsed = EVENT.validate_python(wire)  # the AG-UI 1.0 models, as a consumer reads it
             assert isinstance(parsed.timestamp, int), wire
-            expected = 1_796_083_200_000 if wire.get("messageId") == "m2" else NOW
-            assert parsed.timestamp == expected, wire  # the output's own time, else now
+            later = later or wire.get("messageId") == "m2"
+            expected = 1_796_083_200_000 if later else NOW
+            assert parsed.timestamp == expected, wire  # the output's own time, else now,
+            # never earlier than an event already sent
+
+
+def test_timestamps_never_go_back_in_one_stream() -> None:
+    """A workflow event keeps the time it happened; one made as it is sent (the state)
+    comes first on the wire although it is a moment later: the next is stamped no earlier."""
+    clock = iter([100, 205, 300])
+    t = RunTranslator("t", "r", clock=lambda: next(clock))
+    step = SuperstepStartedEvent(superstep=1, sequence=2)
+    step.timestamp = datetime.fromtimestamp(0.2, tz=UTC)  # 200 ms: before the state's 205
+    events = [t.started(), *t.state({"k": 1}), *t.translate(step), *t.finish(RunStatus.IDLE)]
+    stamps = [e.timestamp for e in events]
+    assert stamps[:3] == [100, 205, 205] and stamps == sorted(stamps), stamps
 
 
 def test_a_followed_event_numbered_but_never_stamped_by_a_run_is_stamped_now() -> None:
