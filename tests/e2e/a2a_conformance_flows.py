@@ -6,6 +6,9 @@ Gates are marker files in ``$CHECKFLOW_E2E_GATES``, shared with the test process
   the answer on the gate ``<name>`` first;
 - ``hold:<name>`` writes ``<name>.entered`` and waits for ``<name>.release`` in its first
   superstep, then a second superstep yields ``released`` (a cancel lands in between);
+- ``attach`` pauses for a whole ``A2AMessage``; the answer yields what arrived (its
+  ``messageId``, metadata and each file part's name and size or URL), then completes with
+  an ``A2AMessage`` (the COMPLETED status message);
 - anything else is echoed.
 
 ``workflow`` takes text; ``whole`` is the same with a start executor that takes the whole
@@ -19,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from checkflow.adapters.a2a import A2AMessage
+from checkflow.adapters.a2a import A2AMessage, A2APart
 from checkflow.workflows import (
     Executor,
     WorkflowBuilder,
@@ -44,6 +47,8 @@ async def _start(text: str, ctx: WorkflowContext) -> None:
     elif word == "hold":
         await _gate(name)
         await ctx.send_message("released")
+    elif word == "attach":
+        await ctx.request_info({"question": "attach the file"}, response_type=A2AMessage)
     else:
         await ctx.yield_output(f"echo: {text}")
 
@@ -59,6 +64,15 @@ class Start(Executor):
         if name:
             await _gate(name)
         await ctx.yield_output("published" if approved else "dropped")
+
+    @response_handler
+    async def attached(self, request: dict, message: A2AMessage, ctx: WorkflowContext) -> None:
+        files = [[p.filename, len(p.raw) if p.raw is not None else p.url]
+                 for p in message.parts if p.kind == "file"]
+        await ctx.yield_output({"messageId": message.message_id, "files": files,
+                                "metadata": message.metadata})
+        await ctx.yield_output(A2AMessage(parts=[A2APart.of_text(f"{len(files)} file(s) in")],
+                                          metadata={"files": len(files)}))
 
 
 class WholeStart(Start):

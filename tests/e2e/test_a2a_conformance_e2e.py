@@ -7,6 +7,7 @@ literal JSON is the point). Races are held on the marker-file gates of
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 import time
 import uuid
@@ -22,7 +23,12 @@ pytest.importorskip("a2a")
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2
 from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import A2AError, UnsupportedOperationError
+from a2a.utils.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InvalidRequestError,
+    UnsupportedOperationError,
+)
 from google.protobuf import json_format
 
 pytestmark = pytest.mark.slow
@@ -242,3 +248,103 @@ async def test_a_stream_opens_with_the_task_before_any_output(
                                                             "status_update"]
     assert rest[-1].status_update.status.state == a2a_pb2.TASK_STATE_COMPLETED
     assert not any(e.HasField("task") for e in rest)
+
+
+# -- 3. a continuation reaches the workflow whole; a final A2AMessage is the status message ---
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 16
+
+
+def attachment(task_id: str, raw: bytes = PNG) -> a2a_pb2.SendMessageRequest:
+    """A continuation carrying a raw file, a file by URL, a text part and metadata."""
+    request = message("the scan", task_id=task_id)
+    request.message.parts.extend([
+        a2a_pb2.Part(raw=raw, filename="scan.png", media_type="image/png"),
+        a2a_pb2.Part(url="https://files.example.com/scan.pdf", filename="scan.pdf")])
+    request.message.metadata.update({"trace": "e2e"})
+    return request
+
+
+async def test_a_continuation_reaches_the_workflow_whole_and_completes_with_its_message(
+        start_server: Any, connect: Connect) -> None:
+    server = start_server(TARGET, None, *A2A)
+    client = await connect(server.url)
+    paused = await one_task(client, message("attach", context_id="ctx-attach"))
+    (request,) = status_data(paused)["pendingRequests"]
+    assert request["takesMessage"] is True
+    answer = attachment(paused.id)
+    done = await one_task(client, answer)
+    assert done.status.state == a2a_pb2.TASK_STATE_COMPLETED
+    seen = json_format.MessageToDict(done.artifacts[0].parts[0].data)
+    assert seen == {"messageId": answer.message.message_id, "metadata": {"trace": "e2e"},
+                    "files": [["scan.png", len(PNG)],
+                              ["scan.pdf", "https://files.example.com/scan.pdf"]]}
+    assert [p.text for p in done.status.message.parts] == ["2 file(s) in"]
+    # the literal JSON: the status message and the continuation in the history, both
+    # bindings alike, and again from a restarted server on the same store
+    bodies = await literal_tasks(server.url, paused.id)
+    server.stop()
+    again = start_server(TARGET, None, *A2A)
+    assert await literal_tasks(again.url, paused.id) == bodies
+    for task in bodies:
+        status = task["status"]["message"]
+        assert (status["role"], status["parts"], status["metadata"]) == (
+            "ROLE_AGENT", [{"text": "2 file(s) in"}], {"files": 2})
+        users = [m for m in task["history"] if m["role"] == "ROLE_USER"]
+        assert [m["messageId"] for m in users] == [paused.history[0].message_id,
+                                                   answer.message.message_id]
+        assert users[1]["parts"][1]["filename"] == "scan.png"
+        assert base64.b64decode(users[1]["parts"][1]["raw"]) == PNG
+        assert users[1]["metadata"] == {"trace": "e2e"}
+
+
+async def literal_tasks(url: str, task_id: str) -> list[dict[str, Any]]:
+    """The task as JSON-RPC's GetTask and REST's GET answer it, literally."""
+    async with httpx.AsyncClient(timeout=DEADLINE, headers={"A2A-Version": "1.0"}) as http:
+        rpc = (await http.post(f"{url}/a2a", json={
+            "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}})).json()
+        rest = (await http.get(f"{url}/a2a/rest/tasks/{task_id}")).json()
+    return [rpc["result"], rest]
+
+
+async def test_a_file_part_is_refused_where_it_cannot_go_or_over_the_body_limit(
+        start_server: Any, connect: Connect) -> None:
+    server = start_server(TARGET, None, *A2A, "--max-body-bytes", "65536")
+    client = await connect(server.url)
+    asking = await one_task(client, message("ask", context_id="ctx-file-bool"))
+    with pytest.raises(ContentTypeNotSupportedError) as wrong:
+        await one_task(client, attachment(asking.id))
+    assert 'takes JSON Schema {"type":"boolean"}' in str(wrong.value)
+    assert wrong.value.data["reason"] == "file_part_not_accepted"
+    attaching = await one_task(client, message("attach", context_id="ctx-file-big"))
+    with pytest.raises(InvalidRequestError) as big:
+        await one_task(client, attachment(attaching.id, raw=b"x" * 70_000))
+    assert "larger than 65536 bytes" in str(big.value)
+    assert big.value.data == {"reason": "body_too_large", "limit": 65536}
+    for task in (asking, attaching):  # both still wait, as they were
+        still = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+        assert still.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED
+    done = await one_task(client, attachment(attaching.id))
+    assert done.status.state == a2a_pb2.TASK_STATE_COMPLETED
+
+
+# -- 4. the agent card: Cache-Control, ETag, Last-Modified, 304s -------------------------------
+
+async def test_the_agent_card_is_cacheable_and_revalidates_with_304s(start_server: Any) -> None:
+    server = start_server(TARGET, None, *A2A)
+    card_url = f"{server.url}/.well-known/agent-card.json"
+    async with httpx.AsyncClient(timeout=DEADLINE) as http:
+        card = await http.get(card_url)
+        assert card.status_code == 200 and card.json()["capabilities"]["streaming"] is True
+        assert card.headers["cache-control"] == "public, max-age=300"
+        assert card.headers["etag"].startswith('W/"')
+        assert (await http.get(card_url)).headers["last-modified"] == card.headers[
+            "last-modified"]
+        for conditional in ({"if-none-match": card.headers["etag"]},
+                            {"if-modified-since": card.headers["last-modified"]}):
+            again = await http.get(card_url, headers=conditional)
+            assert (again.status_code, again.content) == (304, b""), conditional
+            assert again.headers["etag"] == card.headers["etag"]
+            assert again.headers["last-modified"] == card.headers["last-modified"]
+        stale = await http.get(card_url, headers={"if-none-match": 'W/"old"'})
+        assert stale.status_code == 200
