@@ -120,6 +120,8 @@ class PushDeliverer:
         except RuntimeError:  # pragma: no cover - no loop: the next start or rescan checks
             return
         self._workers[key] = loop.create_task(self._work(key))
+        if self._rescan is None:  # an app served without its lifespan rescans too
+            self._rescan = loop.create_task(self._rescan_loop())
 
     def poke(self, task_id: str) -> None:
         """A task's turn ended here: check its conversation for every principal watching."""
@@ -133,7 +135,8 @@ class PushDeliverer:
         """Scan every record (deliveries left pending by an earlier process) and rescan."""
         for principal, context_id in await self.store.records.keys():
             self.watch(principal, context_id)
-        self._rescan = asyncio.get_running_loop().create_task(self._rescan_loop())
+        if self._rescan is None:
+            self._rescan = asyncio.get_running_loop().create_task(self._rescan_loop())
 
     async def stop(self) -> None:
         """Stop every worker (what they did not deliver stays pending)."""
@@ -142,6 +145,7 @@ class PushDeliverer:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._workers.clear()
+        self._rescan = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -177,13 +181,11 @@ class PushDeliverer:
         """Deliver what is pending in one conversation; whether anything may still be (a
         config whose task has not been delivered in a terminal state)."""
         tasks = await self.store.read(principal, context_id)
-        live = False
-        for task_id, configs in tasks.items():
-            for config_id, entry in configs.items():
-                if not is_final(entry.get("delivered")):
-                    pending = await self._deliver(principal, context_id, task_id, config_id)
-                    live = live or pending
-        return live
+        checks = [self._deliver(principal, context_id, task_id, config_id)
+                  for task_id, configs in tasks.items()
+                  for config_id, entry in configs.items()
+                  if not is_final(entry.get("delivered"))]
+        return any(await asyncio.gather(*checks))  # a slow webhook holds up no other
 
     async def _deliver(self, principal: str | None, context_id: str, task_id: str,
                        config_id: str) -> bool:

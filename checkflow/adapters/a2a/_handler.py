@@ -228,10 +228,11 @@ class A2ARequestHandler(DefaultRequestHandlerV2):
         end = time.monotonic() + _CANCEL_WAIT
         while True:
             fresh = await self._store.require(params.id, context)
-            if fresh.last.state != "running" and params.id not in self._executor.running:
+            if ((fresh.last.state != "running" and params.id not in self._executor.running)
+                    or time.monotonic() > end):  # else still stopping: the task as it is
+                if self._push is not None:
+                    self._push.poke(params.id)  # a paused task's cancel relays no turn
                 return fresh.task
-            if time.monotonic() > end:
-                return fresh.task  # still stopping: the task as it is now
             await asyncio.sleep(0.02 if params.id in self._executor.running else 0.1)
 
     async def _cancel_paused(self, view: TaskView, principal: str | None) -> None:

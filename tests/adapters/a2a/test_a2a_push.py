@@ -292,3 +292,26 @@ def test_retry_options_are_checked() -> None:
         PushRetry(attempts=0)
     with pytest.raises(ValueError, match="factor"):
         PushRetry(factor=0.5)
+
+
+async def test_a_cancel_and_a_native_answer_are_state_changes_too(
+        host: WorkflowHost, connect: ClientMaker, receiver: Receiver) -> None:
+    quick = make_app(host, push_allow_local=True,
+                     push_retry=PushRetry(attempts=2, first_delay=0.05, rescan_seconds=0.1))
+    client = await connect(target=quick)
+    cancelled = await send_task(client, user_message("ask", context_id="c-cancel"))
+    await client.create_task_push_notification_config(config(cancelled.id, receiver.url))
+    await client.cancel_task(a2a_pb2.CancelTaskRequest(id=cancelled.id))
+    await receiver.until(for_task(cancelled.id, "TASK_STATE_CANCELED"))
+    # an answer over the native API relays no A2A turn: the rescan finds the change
+    paused = await send_task(client, user_message("ask", context_id="c-native"))
+    await client.create_task_push_notification_config(config(paused.id, receiver.url))
+    (request_id,) = list(paused.metadata["checkflow"]["pendingRequestIds"])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=quick), base_url=BASE,
+                                 headers={"authorization": "Bearer alice"}) as http:
+        ran = await http.post("/v1/conversations/c-native/runs",
+                              json={"responses": {request_id: True}})
+    assert ran.status_code == 200, ran.text
+    async with quick.router.lifespan_context(quick):  # as a server runs it
+        delivery = await receiver.until(for_task(paused.id, COMPLETED))
+    assert delivery.body["task"]["artifacts"][0]["parts"][0]["text"] == "published"
