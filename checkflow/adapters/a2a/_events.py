@@ -18,7 +18,12 @@ from typing import Any
 from a2a.types import a2a_pb2
 
 from checkflow.adapters.a2a._metadata import pending_data, task_metadata
-from checkflow.adapters.a2a._parts import artifact_for_output, message_to_proto, proto_value
+from checkflow.adapters.a2a._parts import (
+    artifact_for_output,
+    message_to_proto,
+    proto_value,
+    takes_message,
+)
 from checkflow.adapters.a2a._types import A2AMessage, TaskRejected
 from checkflow.agents import AgentResponse
 from checkflow.hosting import ResumeToken, jsonable
@@ -121,8 +126,11 @@ class RunEvents:
         status message (it stays an artifact too: a stream sends each output as it comes)."""
         if pending and status is not RunStatus.FAILED:
             ids = list(pending)
-            text = (f"waiting for {len(ids)} response(s): answer with a data part mapping "
-                    f"request ids to values ({', '.join(ids)})")
+            text = (f"waiting for a message: send it with this taskId (any parts, files "
+                    f"included) to answer request {ids[0]}")
+            if len(ids) > 1 or not takes_message(pending[ids[0]].response_type):
+                text = (f"waiting for {len(ids)} response(s): answer with a data part mapping "
+                        f"request ids to values ({', '.join(ids)})")
             return self.status(a2a_pb2.TASK_STATE_INPUT_REQUIRED,
                                message=self.agent_message(text, pending_data(pending)),
                                metadata=task_metadata(self.context_id, ids, resume_token),

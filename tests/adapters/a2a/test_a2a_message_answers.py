@@ -75,6 +75,9 @@ async def test_a_request_for_an_a2a_message_gets_the_whole_continuation(
     (request,) = pending_of(paused)
     assert request["takesMessage"] is True and request["data"] == {
         "question": "send me the file"}
+    assert status_text(paused) == [f"waiting for a message: send it with this taskId (any "
+                                   f"parts, files included) to answer request "
+                                   f"{request['requestId']}"]
     answer = with_files(paused)
     done = await send_task(client, answer)
     assert done.status.state == COMPLETED
