@@ -129,10 +129,9 @@ class A2AAdapter:
     def card_for(self, name: str, description: str, base_url: str) -> a2a_pb2.AgentCard:
         """The card served for a host of that name and description at ``base_url``."""
         card = self._card if self._card is not None else base_card(name, description)
-        served = with_interfaces(card, self.public_url or base_url, rpc_path=self.rpc_path,
-                                 rest_prefix=self.rest_prefix)
-        served.capabilities.push_notifications = self.push_notifications
-        return served
+        return with_interfaces(card, self.public_url or base_url, rpc_path=self.rpc_path,
+                               rest_prefix=self.rest_prefix,
+                               push_notifications=self.push_notifications)
 
     def try_it(self, url: str) -> list[str]:
         """A line to try this adapter with (``serve`` prints it in its banner)."""

@@ -2,9 +2,9 @@
 
 A card given by the user (an ``AgentCard`` or a path to its JSON) replaces what the workflow
 says; its interfaces, when it declares none, and always the capabilities we implement
-(streaming yes, push notifications no) are ours. The interface URLs are the server's public
-base URL plus the JSON-RPC path and the REST prefix. This module builds cards only: it never
-serves them.
+(streaming yes, push notifications when the adapter offers them) are ours. The interface
+URLs are the server's public base URL plus the JSON-RPC path and the REST prefix. This
+module builds cards only: it never serves them.
 """
 
 from __future__ import annotations
@@ -57,12 +57,12 @@ def base_card(name: str, description: str) -> a2a_pb2.AgentCard:
 
 
 def with_interfaces(card: a2a_pb2.AgentCard, base_url: str, *, rpc_path: str,
-                    rest_prefix: str) -> a2a_pb2.AgentCard:
+                    rest_prefix: str, push_notifications: bool = False) -> a2a_pb2.AgentCard:
     """A copy of ``card`` with our capabilities and, unless it has its own, our interfaces."""
     out = a2a_pb2.AgentCard()
     out.CopyFrom(card)
     out.capabilities.streaming = True
-    out.capabilities.push_notifications = False
+    out.capabilities.push_notifications = push_notifications
     if not out.supported_interfaces:
         base = base_url.rstrip("/")
         out.supported_interfaces.extend([
