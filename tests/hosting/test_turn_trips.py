@@ -152,16 +152,16 @@ async def responses_open(served: Served) -> Paused:
     reply = await served.post("/responses", {"input": TOPIC})
     assert reply.status_code == 200, reply.text
     paused = reply.json()
-    (call,) = [i for i in paused["output"] if i["type"] == "function_call"]
+    (call,) = [i for i in paused["output"] if i["type"] == "mcp_approval_request"]  # a yes/no
     return Paused(paused["conversation"]["id"],
-                  {"response_id": paused["id"], "call_id": call["call_id"]})
+                  {"response_id": paused["id"], "call_id": call["id"]})
 
 
 async def responses_answer(served: Served, paused: Paused) -> None:
     reply = await served.post("/responses", {
         "previous_response_id": paused.answer["response_id"],
-        "input": [{"type": "function_call_output", "call_id": paused.answer["call_id"],
-                   "output": "true"}]})
+        "input": [{"type": "mcp_approval_response",
+                   "approval_request_id": paused.answer["call_id"], "approve": True}]})
     assert reply.status_code == 200, reply.text
     texts = [c["text"] for i in reply.json()["output"] if i["type"] == "message"
              for c in i["content"] if c["type"] == "output_text"]
