@@ -257,3 +257,19 @@ async def test_a_continuation_ending_in_a_message_completes_with_it_and_others_h
     assert python_value(done.status.message.metadata) == {"got": 1}
     plain = await send_task(client, user_message("plain"))
     assert plain.status.state == COMPLETED and not plain.status.HasField("message")
+
+
+async def test_a_subscriber_sees_the_whole_message_answer_and_the_completed_message(
+        connect: ClientMaker) -> None:
+    client = await connect()
+    paused = await send_task(client, user_message("collect"))
+    follower = (await connect(streaming=True)).subscribe(
+        a2a_pb2.SubscribeToTaskRequest(id=paused.id))
+    first = await anext(follower)
+    assert first.task.status.state == INPUT_REQUIRED
+    done = await send_task(client, with_files(paused))
+    events = [event async for event in follower]
+    final = events[-1].status_update
+    assert final.status.state == COMPLETED
+    assert final.status.message == done.status.message
+    assert [p.text for p in final.status.message.parts] == ["got 1 message(s)"]
