@@ -5,6 +5,8 @@ the COMPLETED status message. Every test runs over JSON-RPC and REST."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -260,16 +262,30 @@ async def test_a_continuation_ending_in_a_message_completes_with_it_and_others_h
 
 
 async def test_a_subscriber_sees_the_whole_message_answer_and_the_completed_message(
-        connect: ClientMaker) -> None:
+        connect: ClientMaker, host: WorkflowHost, monkeypatch: pytest.MonkeyPatch) -> None:
     client = await connect()
     paused = await send_task(client, user_message("collect"))
-    follower = (await connect(streaming=True)).subscribe(
+    followed = asyncio.Event()
+    real_follow = host.follow
+
+    def follow(*args: Any, **kwargs: Any) -> Any:
+        followed.set()  # the subscription is open and waiting: a gate, never a sleep
+        return real_follow(*args, **kwargs)
+
+    monkeypatch.setattr(host, "follow", follow)
+    subscriber = (await connect(streaming=True)).subscribe(
         a2a_pb2.SubscribeToTaskRequest(id=paused.id))
-    first = await anext(follower)
-    assert first.task.status.state == INPUT_REQUIRED
+    following = asyncio.create_task(collect(subscriber))
+    await asyncio.wait_for(followed.wait(), 10)
     done = await send_task(client, with_files(paused))
-    events = [event async for event in follower]
+    events = await asyncio.wait_for(following, 30)
+    assert events[0].task.status.state == INPUT_REQUIRED
     final = events[-1].status_update
     assert final.status.state == COMPLETED
     assert final.status.message == done.status.message
     assert [p.text for p in final.status.message.parts] == ["got 1 message(s)"]
+
+
+async def collect(stream: AsyncIterator[a2a_pb2.StreamResponse]
+                  ) -> list[a2a_pb2.StreamResponse]:
+    return [event async for event in stream]
