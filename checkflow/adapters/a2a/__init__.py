@@ -2,7 +2,8 @@
 
 ``create_app(host, adapters=[A2AAdapter()])`` (or ``serve --adapters a2a``) serves the
 SDK's JSON-RPC endpoint at ``/a2a`` (``/a2a/`` too, no redirect), its REST binding under
-``/a2a/rest`` and the card at ``/.well-known/agent-card.json``. The SDK's request handler,
+``/a2a/rest`` and the card at ``/.well-known/agent-card.json`` (``Cache-Control``,
+``ETag``, ``Last-Modified``, 304s). The SDK's request handler,
 dispatchers, ProtoJSON and error table do the protocol; our executor relays ``Host`` turns
 and our task store derives every task from the host's turn records (no task record is kept),
 so a restarted server or a second one sharing the storage serves the same tasks. The mapping
@@ -18,12 +19,15 @@ so a restarted server or a second one sharing the storage serves the same tasks.
   waiting task: it is never taken as the answer.
 - A message with ``taskId`` (``contextId`` optional, and must match) continues an
   input-required task: its data part maps request ids to values (with one request pending,
-  any single value answers it) -> ``host.run(responses=..., resume_token=...)``.
+  any single value answers it) -> ``host.run(responses=..., resume_token=...)``. A request
+  whose response type takes ``A2AMessage``, waiting alone, gets the whole message (files
+  too); a file part to any other is refused (-32005) naming what the requests take.
 - Outputs become artifacts (``str`` text, ``bytes`` file, ``Artifact`` as given, else data);
   when the start takes ``A2AMessage``, a blocking first-call run whose only output is an
-  ``A2AMessage`` is answered with that message.
+  ``A2AMessage`` is answered with that message. A completing turn's last ``A2AMessage``
+  output is also the task's ``COMPLETED`` status message.
   A run that pauses ends ``INPUT_REQUIRED`` with the requests in the status message's data
-  part and ``metadata.checkflow.resume_token``; ``TaskRejected`` ends ``REJECTED``, any other
+  part and ``metadata.checkflow.resumeToken``; ``TaskRejected`` ends ``REJECTED``, any other
   failure ``FAILED``.
 - ``messageId`` is the turn's idempotency key: a retry answers the recorded task (nothing
   runs again), a retry of a running turn follows it. A reply to an answered request is
