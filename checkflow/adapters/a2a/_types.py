@@ -61,8 +61,11 @@ class A2AMessage(msgspec.Struct, frozen=True, kw_only=True):
     """An A2A message as a workflow sees it.
 
     A start executor whose input type is ``A2AMessage`` receives the incoming message whole
-    (ids, role, every part with its metadata). A run that yields an ``A2AMessage`` and completes
-    in its first call is answered with that message directly, not with a task.
+    (ids, role, every part with its metadata), and so does a request asked with
+    ``response_type=A2AMessage`` from the continuation that answers it. A run that yields an
+    ``A2AMessage`` and completes in its first call is answered with that message directly,
+    not with a task; a task whose completing turn yields one last has it as its
+    ``COMPLETED`` status message.
     """
 
     parts: list[A2APart]
