@@ -6,6 +6,7 @@ over JSON-RPC and over HTTP+JSON (REST).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -119,3 +120,24 @@ async def send_task(client: Client, message: a2a_pb2.Message, **config: Any) -> 
     (response,) = await send(client, message, **config)
     assert response.HasField("task"), response
     return response.task
+
+
+def gate_follow(host: WorkflowHost, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """An event set once a subscription calls ``Host.follow`` (it is open and waiting): a
+    gate, never a sleep. The in-process transport hands a stream over only once it ended,
+    so collect one with ``asyncio.create_task(events_of(stream))`` and open this gate."""
+    followed = asyncio.Event()
+    real_follow = host.follow
+
+    def follow(*args: Any, **kwargs: Any) -> Any:
+        followed.set()
+        return real_follow(*args, **kwargs)
+
+    monkeypatch.setattr(host, "follow", follow)
+    return followed
+
+
+async def events_of(stream: AsyncIterator[a2a_pb2.StreamResponse]
+                    ) -> list[a2a_pb2.StreamResponse]:
+    """Every event of a stream, once it ended."""
+    return [event async for event in stream]

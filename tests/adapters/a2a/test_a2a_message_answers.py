@@ -6,7 +6,6 @@ the COMPLETED status message. Every test runs over JSON-RPC and REST."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,15 @@ pytest.importorskip("a2a")
 from a2a.types import a2a_pb2
 from a2a.utils.errors import ContentTypeNotSupportedError, InvalidRequestError
 from a2a_message_flows import build_collector
-from conftest import ClientMaker, authenticate, send, send_task, user_message
+from conftest import (
+    ClientMaker,
+    authenticate,
+    events_of,
+    gate_follow,
+    send,
+    send_task,
+    user_message,
+)
 
 from checkflow.adapters.a2a import A2AAdapter, A2AMessage
 from checkflow.adapters.a2a._parts import proto_value, python_value, takes_message
@@ -265,17 +272,9 @@ async def test_a_subscriber_sees_the_whole_message_answer_and_the_completed_mess
         connect: ClientMaker, host: WorkflowHost, monkeypatch: pytest.MonkeyPatch) -> None:
     client = await connect()
     paused = await send_task(client, user_message("collect"))
-    followed = asyncio.Event()
-    real_follow = host.follow
-
-    def follow(*args: Any, **kwargs: Any) -> Any:
-        followed.set()  # the subscription is open and waiting: a gate, never a sleep
-        return real_follow(*args, **kwargs)
-
-    monkeypatch.setattr(host, "follow", follow)
-    subscriber = (await connect(streaming=True)).subscribe(
-        a2a_pb2.SubscribeToTaskRequest(id=paused.id))
-    following = asyncio.create_task(collect(subscriber))
+    followed = gate_follow(host, monkeypatch)
+    following = asyncio.create_task(events_of((await connect(streaming=True)).subscribe(
+        a2a_pb2.SubscribeToTaskRequest(id=paused.id))))
     await asyncio.wait_for(followed.wait(), 10)
     done = await send_task(client, with_files(paused))
     events = await asyncio.wait_for(following, 30)
@@ -284,8 +283,3 @@ async def test_a_subscriber_sees_the_whole_message_answer_and_the_completed_mess
     assert final.status.state == COMPLETED
     assert final.status.message == done.status.message
     assert [p.text for p in final.status.message.parts] == ["got 1 message(s)"]
-
-
-async def collect(stream: AsyncIterator[a2a_pb2.StreamResponse]
-                  ) -> list[a2a_pb2.StreamResponse]:
-    return [event async for event in stream]

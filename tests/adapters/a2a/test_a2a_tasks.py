@@ -18,7 +18,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from a2a_flows import Gate
-from conftest import BASE, ClientMaker, send, send_task, user_message
+from conftest import BASE, ClientMaker, events_of, gate_follow, send, send_task, user_message
 
 from checkflow.adapters.a2a._parts import proto_value, python_value
 from checkflow.hosting import WorkflowHost
@@ -137,15 +137,8 @@ async def test_subscribing_to_an_input_required_task_follows_its_continuation(
     client = await connect(streaming=True)
     started = (await send(client, user_message("ask")))[0].task
     paused = await client.get_task(a2a_pb2.GetTaskRequest(id=started.id))
-    followed = asyncio.Event()
-    real_follow = host.follow
-
-    def follow(*args: Any, **kwargs: Any) -> Any:
-        followed.set()  # the subscription is open and waiting: a gate, never a sleep
-        return real_follow(*args, **kwargs)
-
-    monkeypatch.setattr(host, "follow", follow)
-    subscribing = asyncio.create_task(_events(client.subscribe(
+    followed = gate_follow(host, monkeypatch)
+    subscribing = asyncio.create_task(events_of(client.subscribe(
         a2a_pb2.SubscribeToTaskRequest(id=paused.id))))
     await asyncio.wait_for(followed.wait(), 10)
     (request_id,) = python_value(paused.metadata)["checkflow"]["pendingRequestIds"]
@@ -156,10 +149,6 @@ async def test_subscribing_to_an_input_required_task_follows_its_continuation(
     assert [p.text for e in events if e.HasField("artifact_update")
             for p in e.artifact_update.artifact.parts] == ["published"]
     assert events[-1].status_update.status.state == COMPLETED
-
-
-async def _events(stream: Any) -> list[a2a_pb2.StreamResponse]:
-    return [e async for e in stream]
 
 
 async def test_subscribing_to_a_terminal_or_unknown_task_is_refused(
