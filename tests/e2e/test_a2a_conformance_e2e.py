@@ -272,6 +272,7 @@ async def test_a_continuation_reaches_the_workflow_whole_and_completes_with_its_
     paused = await one_task(client, message("attach", context_id="ctx-attach"))
     (request,) = status_data(paused)["pendingRequests"]
     assert request["takesMessage"] is True
+    assert snake_keys(json_format.MessageToDict(paused)) == set()  # no Python type's schema
     answer = attachment(paused.id)
     done = await one_task(client, answer)
     assert done.status.state == a2a_pb2.TASK_STATE_COMPLETED

@@ -8,7 +8,8 @@ What the adapter writes:
 - the data part of a paused task's status message: ``pendingRequests``, each
   ``requestId``, ``data``, ``responseSchema`` and ``sourceExecutorId`` (``data`` and the
   schema are the workflow's own values, passed as they are), and ``takesMessage: true`` for
-  a request answered by the whole next message (its response type takes ``A2AMessage``);
+  a request answered by the whole next message (its response type takes ``A2AMessage``; its
+  ``responseSchema`` then only says so, as any message is its answer);
 - the ``data`` of the errors it raises (``reason``, ``requestIds``, ``waitingTaskId``,
   ``retryAfter``, ...).
 
@@ -41,6 +42,8 @@ _PENDING_IDS = "pendingRequestIds"
 _TOKEN = "resumeToken"
 _PENDING = "pendingRequests"
 _TAKES_MESSAGE = "takesMessage"
+_WHOLE_MESSAGE = {"description": "the whole next A2A message sent with this taskId answers "
+                                 "this request: any parts, files included"}
 
 
 def camel(name: str) -> str:
@@ -70,7 +73,9 @@ def pending_data(pending: Mapping[str, PendingRequest]) -> dict[str, Any]:
 def _pending(request: PendingRequest) -> dict[str, Any]:
     view = _camel_keys(pending_view(request))
     if takes_message(request.response_type):
-        view[_TAKES_MESSAGE] = True  # answered by the whole next message, files included
+        # answered by the whole next message, files included: not by a value of a schema
+        view[_TAKES_MESSAGE] = True
+        view["responseSchema"] = dict(_WHOLE_MESSAGE)
     return view
 
 

@@ -84,6 +84,9 @@ async def test_a_request_for_an_a2a_message_gets_the_whole_continuation(
     (request,) = pending_of(paused)
     assert request["takesMessage"] is True and request["data"] == {
         "question": "send me the file"}
+    assert request["responseSchema"] == {
+        "description": "the whole next A2A message sent with this taskId answers this "
+                       "request: any parts, files included"}
     assert status_text(paused) == [f"waiting for a message: send it with this taskId (any "
                                    f"parts, files included) to answer request "
                                    f"{request['requestId']}"]
