@@ -164,8 +164,9 @@ async def _addresses(host: str, port: int, url: str) -> list[IPAddress]:
 
 
 def cursor_of(view: TaskView) -> str:
-    """What one delivery of the task says: its state as of its last turn."""
-    return f"{a2a_pb2.TaskState.Name(view.state)}|{view.last.turn_id}|{view.last.state}"
+    """What one delivery of the task says: its A2A state as of its last turn (not how that
+    turn is recorded: a turn whose pause is committed reads the same while it closes)."""
+    return f"{a2a_pb2.TaskState.Name(view.state)}|{view.last.turn_id}"
 
 
 def is_final(cursor: object) -> bool:

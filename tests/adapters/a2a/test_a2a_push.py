@@ -145,10 +145,11 @@ async def test_a_pending_delivery_survives_a_restart(
     once = PushRetry(attempts=1, first_delay=0.0, rescan_seconds=3600)
     first = make_app(host, push_allow_local=True, push_retry=once)
     client = await connect(target=first)
-    task = await send_task(client, user_message("ask"))
-    await client.create_task_push_notification_config(config(task.id, receiver.url))
-    await send_task(client, answer(task.id))
-    await receiver.until(lambda d: d.state == COMPLETED and d.status == 503)
+    async with first.router.lifespan_context(first):  # the first process, until it stops
+        task = await send_task(client, user_message("ask"))
+        await client.create_task_push_notification_config(config(task.id, receiver.url))
+        await send_task(client, answer(task.id))
+        await receiver.until(lambda d: d.state == COMPLETED and d.status == 503)
     assert receiver.accepted() == []
     receiver.default = 200  # the webhook is back; a new process (same stores) starts
     again = WorkflowHost(workflow, session_store=stores[0], checkpoint_storage=stores[1])
