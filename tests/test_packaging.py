@@ -79,11 +79,11 @@ def _imports_httpx(path: Path) -> bool:
 def test_httpx_is_required_only_by_the_extras_whose_code_imports_it() -> None:
     importers = {p.relative_to(REPO).as_posix() for p in (REPO / "checkflow").rglob("*.py")
                  if _imports_httpx(p)}
-    assert importers == {"checkflow/agents/_openai.py"}
+    assert importers == {"checkflow/agents/_openai.py", "checkflow/adapters/a2a/_deliver.py"}
     extras = _project()["optional-dependencies"]
     with_httpx = {name for name, deps in extras.items()
                   if any(d.startswith("httpx") for d in deps)}
-    assert with_httpx == {"openai", "dev"}
+    assert with_httpx == {"openai", "a2a", "dev"}
 
 
 def test_the_hosting_extra_brings_the_loop_serve_runs_on_and_every_server_extra_takes_it(

@@ -52,7 +52,7 @@ async def converse(client: httpx.AsyncClient, run: int) -> None:
     assert answered.json()["outputs"] == ["published: Five things to know about owls."]
 
     response = (await client.post("/responses", json={"input": "bats"})).json()
-    assert any(item["type"] == "function_call" for item in response["output"])
+    assert any(item["type"] == "mcp_approval_request" for item in response["output"])
 
     # an A2A context is a conversation too: a task started there is answered natively
     reply = (await client.post("/a2a", headers={"A2A-Version": "1.0"}, json={

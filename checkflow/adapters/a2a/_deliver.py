@@ -150,14 +150,6 @@ class PushDeliverer:
             await self._client.aclose()
             self._client = None
 
-    async def idle(self) -> None:
-        """Wait until no check runs (for tests and shutdown)."""
-        while True:
-            running = [t for t in self._workers.values() if not t.done()]
-            if not running:
-                return
-            await asyncio.gather(*running, return_exceptions=True)
-
     async def _rescan_loop(self) -> None:
         while True:
             await asyncio.sleep(self._retry.rescan_seconds)
