@@ -143,7 +143,8 @@ class PushPolicy:
             kind = _local_kind(address)
             if kind is not None:
                 raise PushURLError(url, f"host {host!r} is {kind} ({address}); the server "
-                                        f"does not call into its own network unless allowed")
+                                        f"does not call into its own network unless allowed "
+                                        f"(A2AAdapter push_allow_local or push_allowed_hosts)")
 
 
 async def _addresses(host: str, port: int, url: str) -> list[IPAddress]:
