@@ -12,8 +12,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,32 @@ def start_server(tmp_path: Path, gates: Gates) -> Iterator[object]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(params=["JSONRPC", "HTTP+JSON"], ids=["jsonrpc", "rest"])
+def binding(request: pytest.FixtureRequest) -> str:
+    """An A2A protocol binding (the a2a-sdk's ``TransportProtocol`` values): both, in turn."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def connect(binding: str) -> AsyncIterator[Callable[..., Awaitable[Any]]]:
+    """``await connect(url, principal=None, *, streaming=False)`` -> an official a2a-sdk
+    client on ``binding`` (with ``Bearer principal`` when given), closed after the test."""
+    pytest.importorskip("a2a")
+    import httpx
+    from a2a.client import ClientConfig, ClientFactory
+
+    opened: list[httpx.AsyncClient] = []
+
+    async def make(url: str, principal: str | None = None, *, streaming: bool = False) -> Any:
+        headers = {"authorization": f"Bearer {principal}"} if principal else {}
+        http = httpx.AsyncClient(timeout=60, headers=headers)
+        opened.append(http)
+        return await ClientFactory(ClientConfig(
+            httpx_client=http, streaming=streaming,
+            supported_protocol_bindings=[binding])).create_from_url(url)
+
+    yield make
+    for http in opened:
+        await http.aclose()

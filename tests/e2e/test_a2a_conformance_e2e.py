@@ -11,7 +11,7 @@ import base64
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,8 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import Client
 from a2a.types import a2a_pb2
-from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -39,29 +38,6 @@ A2A = ("--adapters", "a2a")
 DEADLINE = 60.0
 
 Connect = Callable[..., Awaitable[Client]]
-
-
-@pytest.fixture(params=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
-                ids=["jsonrpc", "rest"])
-def binding(request: pytest.FixtureRequest) -> str:
-    return str(request.param.value)
-
-
-@pytest.fixture
-async def connect(binding: str) -> AsyncIterator[Connect]:
-    """``await connect(url, streaming=False)`` -> an official a2a-sdk client on ``binding``."""
-    opened: list[httpx.AsyncClient] = []
-
-    async def make(url: str, *, streaming: bool = False) -> Client:
-        http = httpx.AsyncClient(timeout=DEADLINE)
-        opened.append(http)
-        return await ClientFactory(ClientConfig(
-            httpx_client=http, streaming=streaming,
-            supported_protocol_bindings=[binding])).create_from_url(url)
-
-    yield make
-    for http in opened:
-        await http.aclose()
 
 
 def message(text: str | None = None, *, data: Any = None, task_id: str | None = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import signal
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,8 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import Client
 from a2a.types import a2a_pb2
-from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 from google.protobuf import json_format
 from push_receiver import Receiver, running_receiver
@@ -33,32 +32,10 @@ TARGET = "a2a_e2e_flows:workflow"
 COMPLETED = "TASK_STATE_COMPLETED"
 
 
-@pytest.fixture(params=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
-                ids=["jsonrpc", "rest"])
-def binding(request: pytest.FixtureRequest) -> str:
-    return str(request.param.value)
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     with running_receiver() as receiver:
         yield receiver
-
-
-@pytest.fixture
-async def connect(binding: str) -> AsyncIterator[Callable[..., Awaitable[Client]]]:
-    opened: list[httpx.AsyncClient] = []
-
-    async def make(url: str, principal: str = "alice") -> Client:
-        http = httpx.AsyncClient(timeout=60, headers={"authorization": f"Bearer {principal}"})
-        opened.append(http)
-        return await ClientFactory(ClientConfig(
-            httpx_client=http, streaming=False,
-            supported_protocol_bindings=[binding])).create_from_url(url)
-
-    yield make
-    for http in opened:
-        await http.aclose()
 
 
 def message(text: str | None = None, *, data: Any = None, task_id: str | None = None
@@ -99,7 +76,7 @@ async def test_a_refused_delivery_is_delivered_by_the_restarted_server(
         card = (await http.get(f"{first.url}/.well-known/agent-card.json",
                                headers={"authorization": "Bearer alice"})).json()
     assert card["capabilities"]["pushNotifications"] is True
-    alice, bob = await connect(first.url), await connect(first.url, "bob")
+    alice, bob = await connect(first.url, "alice"), await connect(first.url, "bob")
     paused = await one_task(alice, message("ask"))
     made = await alice.create_task_push_notification_config(
         push_config(paused.id, f"{receiver.url}/hook", "one"))
@@ -130,7 +107,7 @@ async def test_a_refused_delivery_is_delivered_by_the_restarted_server(
     assert delivery.headers["authorization"] == "Bearer hook-secret"
     assert delivery.body["task"]["artifacts"][0]["parts"][0]["text"] == "published"
 
-    alice = await connect(second.url)
+    alice = await connect(second.url, "alice")
     listed = await alice.list_task_push_notification_configs(
         a2a_pb2.ListTaskPushNotificationConfigsRequest(task_id=paused.id))
     assert [c.url for c in listed.configs] == [f"{receiver.url}/hook"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,36 +14,13 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import Client
 from a2a.types import a2a_pb2
-from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format
 
 pytestmark = pytest.mark.slow
 
 TARGET = "a2a_e2e_flows:workflow"
-
-
-@pytest.fixture(params=[TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON],
-                ids=["jsonrpc", "rest"])
-def binding(request: pytest.FixtureRequest) -> str:
-    return str(request.param.value)
-
-
-@pytest.fixture
-async def connect(binding: str) -> AsyncIterator[Callable[..., Awaitable[Client]]]:
-    opened: list[httpx.AsyncClient] = []
-
-    async def make(url: str, *, streaming: bool = False) -> Client:
-        http = httpx.AsyncClient(timeout=60)
-        opened.append(http)
-        return await ClientFactory(ClientConfig(
-            httpx_client=http, streaming=streaming,
-            supported_protocol_bindings=[binding])).create_from_url(url)
-
-    yield make
-    for http in opened:
-        await http.aclose()
 
 
 def message(text: str | None = None, *, data: Any = None, task_id: str | None = None,
