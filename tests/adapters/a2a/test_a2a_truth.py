@@ -23,7 +23,9 @@ from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from a2a_flows import Gate, build, build_whole_message
 from conftest import ClientMaker, make_app, send, send_task, user_message
 
+from checkflow.adapters.a2a._follow import follow_task
 from checkflow.adapters.a2a._parts import proto_value, python_value
+from checkflow.adapters.a2a._store import A2ATaskStore
 from checkflow.hosting import WorkflowHost
 
 INPUT_REQUIRED = a2a_pb2.TASK_STATE_INPUT_REQUIRED
@@ -229,6 +231,22 @@ async def test_a_retry_of_a_running_turn_follows_it_and_runs_nothing(
     replayed = await send_task(client, first)
     assert (replayed.id, texts(replayed)) == (task.id, ["released"])
     assert gate.runs["hold"] == 1
+
+
+async def test_following_a_task_that_ended_before_it_was_followed_ends_at_once(
+        connect: ClientMaker, host: WorkflowHost) -> None:
+    # a retry that arrives as its turn finishes follows a task already COMPLETED: it must
+    # answer with that task, not wait for a change that never comes
+    done = await send_task(await connect(), user_message("hello", context_id="t-ended"))
+    store = A2ATaskStore(host, lambda _task_id: False)
+    view = await store.load(done.id, "alice")
+    assert view is not None and view.state == COMPLETED
+
+    async def follow() -> list[Any]:
+        return [e async for e in follow_task(host, store, view, view.task, "alice",
+                                             poll_seconds=0.01, max_seconds=60)]
+
+    assert await asyncio.wait_for(follow(), 10) == [view.task]
 
 
 async def test_stopping_the_hosts_turns_ends_a_blocking_send_canceled(
