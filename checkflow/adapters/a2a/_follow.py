@@ -49,14 +49,14 @@ async def follow_task(host: Host, store: A2ATaskStore, view: TaskView, first: a2
     """``first`` (the task as served now), then its events until it stops again."""
     task_id, context_id = view.task.id, view.task.context_id
     yield first
-    if view.state in TERMINAL and view.last.state != "running":
-        return  # it ended before it was followed (a retry that came as its turn finished)
     sent = set(view.outputs)
     shown = (view.last.turn_id, view.state)
     waiting = view.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED
     end = time.monotonic() + max_seconds
     idle = 0
     while time.monotonic() < end:
+        if view.state in TERMINAL:
+            return  # it changes no more (it may have ended before it was followed)
         running = view.last.state == "running"
         index = len(view.turns) - 1 if running else len(view.turns)
         events = RunEvents(task_id, context_id, index)
@@ -91,8 +91,6 @@ async def follow_task(host: Host, store: A2ATaskStore, view: TaskView, first: a2
             shown = now
             if fresh.state in TERMINAL or fresh.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED:
                 return
-        elif fresh.state in TERMINAL and fresh.last.state != "running":
-            return  # shown already: a terminal task changes no more
         view, waiting = fresh, fresh.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED
         if not saw:
             await asyncio.sleep(poll_seconds)
