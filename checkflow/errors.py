@@ -33,7 +33,9 @@ Catch ``CheckflowError`` to catch them all, or a branch to catch one family::
     │   ├── SessionConflictError            a stale expected_version
     │   └── CorruptSessionError             a stored session that cannot be decoded
     ├── AgentError                          agents
-    │   └── AgentServiceError               the model service answered with an error status
+    │   ├── AgentServiceError               the model service answered with an error status
+    │   ├── ToolArgumentsError              a tool call's arguments do not fit its parameters
+    │   └── MaxToolRoundsError              the model kept calling tools past max_tool_rounds
     ├── MigrationError                      the offline v1 migration (checkflow.migrate)
     │   └── V1TypeRefusedError              a pickled v1 value of a type nobody admitted
     └── HostingError                        the hosting layer
@@ -82,6 +84,7 @@ __all__ = [
     "InvalidConversationIdError",
     "InvalidMessageError",
     "InvalidResponseError",
+    "MaxToolRoundsError",
     "MigrationError",
     "NoCheckpointsError",
     "RecordTooLargeError",
@@ -99,6 +102,7 @@ __all__ = [
     "StorageFullError",
     "StorageReadOnlyError",
     "StorageUnavailableError",
+    "ToolArgumentsError",
     "TurnInProgressError",
     "UnregisteredStateTypeError",
     "UnsupportedFormatVersionError",
@@ -515,6 +519,31 @@ class AgentServiceError(AgentError):
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+class ToolArgumentsError(AgentError, ValueError):
+    """A tool call's arguments do not fit the tool's parameters; ``reason`` says where.
+
+    The tool loop hands the message back to the model; an edited approval raises it to the
+    person who answered.
+    """
+
+    def __init__(self, tool_name: str, reason: str) -> None:
+        super().__init__(f"invalid arguments for tool {tool_name!r}: {reason}")
+        self.tool_name = tool_name
+        self.reason = reason
+
+
+class MaxToolRoundsError(AgentError):
+    """The model still called tools after ``max_tool_rounds`` rounds and a last request
+    that offered it none (``tool_choice="none"``)."""
+
+    def __init__(self, max_tool_rounds: int, tool_names: list[str]) -> None:
+        super().__init__(
+            f"the model kept calling tools ({', '.join(tool_names)}) after "
+            f"max_tool_rounds={max_tool_rounds}; raise the limit or change the instructions")
+        self.max_tool_rounds = max_tool_rounds
+        self.tool_names = tool_names
 
 
 # -- the v1 migration ----------------------------------------------------------------------

@@ -17,13 +17,12 @@ import os
 import random
 import time
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Final
 
 import httpx
 import msgspec
 
-from checkflow.agents._base import BaseAgent, append_history, get_history
 from checkflow.agents._messages import ChatMessage, Content, TextContent
 from checkflow.agents._openai_wire import (
     ChatCompletion,
@@ -32,9 +31,9 @@ from checkflow.agents._openai_wire import (
     message_contents,
     to_wire_messages,
 )
-from checkflow.agents._types import AgentResponse, AgentResponseUpdate, UsageDetails
+from checkflow.agents._tool_loop import ModelReply, ToolCallingAgent, ToolLike
+from checkflow.agents._types import AgentResponseUpdate, UsageDetails
 from checkflow.errors import AgentServiceError
-from checkflow.sessions import AgentSession
 
 __all__ = ["OpenAIChatAgent"]
 
@@ -47,12 +46,13 @@ _MAX_RETRY_AFTER: Final = 60.0
 _sleep = asyncio.sleep  # the one place retries wait (tests record it)
 
 
-class OpenAIChatAgent(BaseAgent):
+class OpenAIChatAgent(ToolCallingAgent):
     """Chat Completions as an ``Agent``: history in the session, streaming, tool calls.
 
     ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
-    ``tools`` (Chat Completions tool definitions) lets the model answer with
-    ``FunctionCallContent``s; send their ``FunctionResultContent``s in the next run.
+    ``tools`` are ``@tool`` functions (run here, in a loop of at most ``max_tool_rounds``
+    rounds; see ``ToolCallingAgent``) or Chat Completions tool definitions, whose calls end
+    the run as ``FunctionCallContent``s: send their ``FunctionResultContent``s in the next run.
     ``max_retries`` (default 2; 0 disables) more attempts follow a 429, 5xx or connection
     failure, each after ``retry_backoff * 2**attempt`` seconds at most (full jitter), or the
     service's ``Retry-After`` (capped at a minute).
@@ -67,18 +67,18 @@ class OpenAIChatAgent(BaseAgent):
         api_key: str | None = None,
         http_client: httpx.AsyncClient | None = None,
         instructions: str | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
+        tools: Iterable[ToolLike] | None = None,
+        max_tool_rounds: int = 10,
         max_retries: int = 2,
         retry_backoff: float = 0.5,
     ) -> None:
         if max_retries < 0 or retry_backoff < 0:
             raise ValueError("max_retries and retry_backoff must not be negative")
-        super().__init__(name or model)
+        super().__init__(name or model, tools=tools or (), max_tool_rounds=max_tool_rounds)
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
         self.model = model
         self.instructions = instructions
-        self.tools = [dict(tool) for tool in tools or ()]
         base = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         self._url = base.rstrip("/") + "/chat/completions"
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -93,8 +93,18 @@ class OpenAIChatAgent(BaseAgent):
         if client is not None:
             await client.aclose()
 
-    async def _respond(self, messages: list[ChatMessage], session: AgentSession) -> AgentResponse:
-        body = self._body([*get_history(session), *messages], stream=False)
+    async def _complete(self, history: Sequence[ChatMessage], tools: list[dict[str, Any]],
+                        tool_choice: str | None, stream: bool
+                        ) -> AsyncIterator[AgentResponseUpdate | ModelReply]:
+        body = self._body(history, tools, tool_choice, stream=stream)
+        if stream:
+            async for item in self._stream_call(body):
+                yield item
+        else:
+            yield await self._call(body)
+
+    async def _call(self, body: dict[str, Any]) -> ModelReply:
+        """One completion, retried while nothing of it was received."""
         for attempt in range(self.max_retries + 1):
             try:
                 response = await self._client().post(self._url, json=body,
@@ -119,14 +129,12 @@ class OpenAIChatAgent(BaseAgent):
         if not completion.choices:
             raise AgentServiceError(f"{self._url}: the completion has no choices")
         reply = ChatMessage("assistant", message_contents(completion.choices[0].message))
-        append_history(session, [*messages, reply])
         usage = None if completion.usage is None else completion.usage.details()
-        return AgentResponse(messages=[reply], author_name=self.name, usage=usage)
+        return ModelReply(reply, usage)
 
-    async def _stream(
-        self, messages: list[ChatMessage], session: AgentSession
-    ) -> AsyncIterator[AgentResponseUpdate]:
-        body = self._body([*get_history(session), *messages], stream=True)
+    async def _stream_call(self, body: dict[str, Any]
+                           ) -> AsyncIterator[AgentResponseUpdate | ModelReply]:
+        """One streamed completion: its updates, then the whole reply."""
         text: list[str] = []
         tool_calls = ToolCallAccumulator()
         usage: list[UsageDetails] = []
@@ -163,7 +171,8 @@ class OpenAIChatAgent(BaseAgent):
         if usage:
             yield AgentResponseUpdate((), "assistant", self.name, usage[-1])
         contents: list[Content] = [TextContent("".join(text))] if text else []
-        append_history(session, [*messages, ChatMessage("assistant", [*contents, *calls])])
+        yield ModelReply(ChatMessage("assistant", [*contents, *calls]),
+                         usage[-1] if usage else None)
 
     async def _read_stream(
         self, response: httpx.Response, text: list[str], tool_calls: ToolCallAccumulator,
@@ -190,13 +199,16 @@ class OpenAIChatAgent(BaseAgent):
             return after
         return random.uniform(0, self.retry_backoff * 2**attempt)
 
-    def _body(self, messages: Sequence[ChatMessage], *, stream: bool) -> dict[str, Any]:
+    def _body(self, messages: Sequence[ChatMessage], tools: list[dict[str, Any]],
+              tool_choice: str | None, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": to_wire_messages(self.instructions, messages),
         }
-        if self.tools:
-            body["tools"] = self.tools
+        if tools:
+            body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}  # a last chunk with the usage
