@@ -1,5 +1,6 @@
-"""Agents: the ``Agent`` protocol, chat messages and contents, two agents, and the bridges
-between agents and workflows (``AgentExecutor``, ``WorkflowAgent``).
+"""Agents: the ``Agent`` protocol, chat messages and contents, two agents, function tools and
+the tool loop, and the bridges between agents and workflows (``AgentExecutor``,
+``WorkflowAgent``).
 
 ``OpenAIChatAgent`` needs ``httpx`` (the ``openai`` extra) and is imported on first use, so
 ``checkflow.agents`` itself imports without it. This module only re-exports; it must never
@@ -32,6 +33,16 @@ from checkflow.agents._session_checkpoint import (
     load_session_checkpoint,
     store_session_checkpoint,
 )
+from checkflow.agents._tool_loop import AgentStep, ModelReply, ToolAgent, ToolCallingAgent
+from checkflow.agents._tool_requests import (
+    CLIENT_TOOLS_KEY,
+    ClientTool,
+    ClientToolCall,
+    ToolApproval,
+    ToolApprovalRequest,
+    tool_request,
+)
+from checkflow.agents._tools import Approval, FunctionTool, ToolContext, tool
 from checkflow.agents._types import AgentResponse, AgentResponseUpdate, UsageDetails
 from checkflow.agents._workflow_agent import WorkflowAgent
 
@@ -40,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECKPOINT_KEY",
+    "CLIENT_TOOLS_KEY",
     "Agent",
     "AgentExecutor",
     "AgentExecutorRequest",
@@ -47,24 +59,37 @@ __all__ = [
     "AgentResponse",
     "AgentResponseUpdate",
     "AgentRunUpdateEvent",
+    "AgentStep",
+    "Approval",
     "BaseAgent",
     "BranchRetry",
     "ChatMessage",
+    "ClientTool",
+    "ClientToolCall",
     "ConcurrentBuilder",
     "Content",
     "FunctionCallContent",
     "FunctionResultContent",
+    "FunctionTool",
+    "ModelReply",
     "OpenAIChatAgent",
     "Role",
     "ScriptedAgent",
     "SequentialBuilder",
     "SessionCheckpoint",
     "TextContent",
+    "ToolAgent",
+    "ToolApproval",
+    "ToolApprovalRequest",
+    "ToolCallingAgent",
+    "ToolContext",
     "UsageDetails",
     "UserInputRequestContent",
     "WorkflowAgent",
     "load_session_checkpoint",
     "store_session_checkpoint",
+    "tool",
+    "tool_request",
 ]
 
 

@@ -18,6 +18,14 @@ from checkflow.agents._messages import (
     normalize_messages,
 )
 from checkflow.agents._protocol import Agent
+from checkflow.agents._tool_loop import AgentStep, ToolAgent
+from checkflow.agents._tool_requests import (
+    CLIENT_TOOLS_KEY,
+    ToolApproval,
+    ToolApprovalRequest,
+    client_tools,
+    tool_request,
+)
 from checkflow.agents._types import AgentResponse, AgentResponseUpdate
 from checkflow.sessions import AgentSession
 from checkflow.state import register_state_type
@@ -67,6 +75,12 @@ class AgentExecutor(Executor):
     agent gets them as ``FunctionResultContent``s and its reply is sent on. With
     ``output_response=True`` each reply is also yielded as a workflow output; with
     ``stream=True`` the agent streams and each update is emitted as an ``AgentRunUpdateEvent``.
+
+    An agent that runs tools (a ``ToolAgent``, such as ``OpenAIChatAgent(tools=[...])``)
+    is driven a step per superstep, so each step is committed before the next: the model's
+    calls before they run, their results before the model reads them. A call that needs
+    approval or that the client runs (``CLIENT_TOOLS_KEY``) becomes a request like any other,
+    answered with a ``ToolApproval`` or the tool's result.
     """
 
     def __init__(
@@ -115,11 +129,22 @@ class AgentExecutor(Executor):
         del state[_AWAITING], state[_ANSWERS]
         await self._turn([ChatMessage("tool", results)], ctx)
 
+    def check_response(self, request: Any, response: Any) -> None:
+        """An approval's edited arguments must fit the tool (``ToolArgumentsError``)."""
+        asked = tool_request(request)
+        if isinstance(asked, ToolApprovalRequest) and isinstance(response, ToolApproval) \
+                and isinstance(self._agent, ToolAgent):
+            self._agent.check_approval(asked, response)
+
+    def _session(self, ctx: WorkflowContext[Any, Any]) -> AgentSession:
+        session = ctx.executor_state.get(_SESSION)
+        return session if isinstance(session, AgentSession) else self._agent.create_session()
+
     async def _turn(self, messages: list[ChatMessage], ctx: WorkflowContext[Any, Any]) -> None:
+        if isinstance(self._agent, ToolAgent):
+            return await self._step(self._agent, messages, ctx)
         state = ctx.executor_state
-        session = state.get(_SESSION)
-        if not isinstance(session, AgentSession):
-            session = self._agent.create_session()
+        session = self._session(ctx)
         if self._stream:
             updates = []
             async for update in self._agent.run(messages, session=session, stream=True):
@@ -129,11 +154,42 @@ class AgentExecutor(Executor):
         else:
             response = await self._agent.run(messages, session=session)
         state[_SESSION] = session
+        await self._finish(response, ctx)
+
+    async def _step(self, agent: ToolAgent, messages: list[ChatMessage],
+                    ctx: WorkflowContext[Any, Any]) -> None:
+        """One step of a tool-calling agent's loop; a step that must be followed commits
+        first (the superstep ends), then continues in the next superstep."""
+        session = self._session(ctx)
+        step: AgentStep | None = None
+        async for item in agent.run_step(
+                messages, session, client_tools=client_tools(ctx.get_state(CLIENT_TOOLS_KEY)),
+                stream=self._stream):
+            if isinstance(item, AgentStep):
+                step = item
+            else:
+                await ctx.add_event(AgentRunUpdateEvent(self.id, item))
+        assert step is not None, "run_step must end with an AgentStep"
+        ctx.executor_state[_SESSION] = session
+        if step.more:
+            await ctx.continue_with(self._continuation())
+            return
+        await self._finish(step.response, ctx)
+
+    def _continuation(self) -> Any:
+        """The message the next step of a tool loop is delivered as: no new input."""
+        return []
+
+    async def _finish(self, response: AgentResponse, ctx: WorkflowContext[Any, Any]) -> None:
+        """Ask what the agent asked for, or send its reply on."""
         requests = response.user_input_requests
         if requests:
-            state[_AWAITING] = [r.request_id for r in requests]
+            ctx.executor_state[_AWAITING] = [r.request_id for r in requests]
             for request in requests:
-                await ctx.request_info(request, response_type=Any, request_id=request.request_id)
+                asked = tool_request(request)
+                await ctx.request_info(
+                    request, request_id=request.request_id,
+                    response_type=ToolApproval if isinstance(asked, ToolApprovalRequest) else Any)
             return
         await self._deliver(response, ctx)
         if self._output_response:

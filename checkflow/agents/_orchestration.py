@@ -75,7 +75,8 @@ class _SequentialAgent(AgentExecutor):
     async def on_input(  # type: ignore[override]
         self, message: list[ChatMessage], ctx: WorkflowContext[list[ChatMessage], Never]
     ) -> None:
-        ctx.executor_state[_CONVERSATION] = list(message)
+        if message:  # empty: the next step of this agent's tool loop, on the same turn
+            ctx.executor_state[_CONVERSATION] = list(message)
         await self._turn(_as_input(message), ctx)
 
     async def _deliver(self, response: AgentResponse, ctx: WorkflowContext[Any, Any]) -> None:

@@ -1,9 +1,10 @@
 """The tool loop: the model asks for calls, the tools run, their results go back, until it answers.
 
-``ToolCallingAgent`` runs the loop one *step* at a time: a step makes at most one model call
-and runs the calls it asked for. A step that ran a tool ends there, so that an
-``AgentExecutor`` commits its results before the next model call: a tool whose result was
-committed never runs again, whatever happens after. Between steps the loop lives in the
+``ToolCallingAgent`` runs the loop one *step* at a time: a step either makes one model call or
+runs the calls the last one asked for, so that an ``AgentExecutor`` commits between them: the
+calls (with their ids) before any runs, and their results before the next model call. A
+call whose result was committed never runs again, whatever happens after; a call cut short
+by a crash runs again under the same call id. Between steps the loop lives in the
 session (``session.state["tool_loop"]``: the round's calls, their results by call id, what
 is asked), so a resume in another process continues where the last commit left it. A call
 pauses the loop when it needs a person's approval (``ToolApprovalRequest``) or is a tool the
@@ -60,8 +61,9 @@ class ModelReply:
 class AgentStep:
     """The end of one step: the response so far, and whether another step must follow.
 
-    ``more`` is set when the step ran tools and the model has not seen their results yet;
-    otherwise the turn ended (an answer, a pause or calls for the caller) with ``response``.
+    ``more`` is set when the step recorded the model's calls or ran them, and the next step
+    must follow (after a commit); otherwise the turn ended (an answer, a pause or calls for
+    the caller) with ``response``.
     """
 
     response: AgentResponse
@@ -178,6 +180,10 @@ class ToolCallingAgent(BaseAgent):
                 yield AgentStep(AgentResponse([reply.message], self.name, loop.usage))
                 return
             loop.start_round(calls, reply.message, self._kinds(calls, clients))
+            if "function" in loop.kinds.values():  # the calls are committed before they run
+                loop.save(session)
+                yield AgentStep(AgentResponse([], self.name, loop.usage), more=True)
+                return
         asks = await self._resolve(loop)
         if asks:
             loop.save(session)
@@ -194,6 +200,8 @@ class ToolCallingAgent(BaseAgent):
             loop.finish(session)
             yield AgentStep(AgentResponse([reply_message], self.name, loop.usage))
             return
+        if stream:
+            yield AgentResponseUpdate(tuple(loop.round_results()), "tool", self.name)
         loop.end_round()
         loop.save(session)  # committed before the model sees the results
         yield AgentStep(AgentResponse([], self.name, loop.usage), more=True)
@@ -315,8 +323,13 @@ class _Loop:
     def load(cls, session: AgentSession, messages: Sequence[ChatMessage]) -> _Loop:
         state = session.state.get(LOOP_KEY)
         loop = cls(get_history(session), state if isinstance(state, Mapping) else {})
-        if not isinstance(state, Mapping) or not loop.calls:
-            loop.history.extend(messages)  # a new turn (or one after a step that failed)
+        if not isinstance(state, Mapping):
+            loop.history.extend(messages)  # a new turn
+            return loop
+        if not loop.calls:  # between two steps; new input starts a new turn on what was left
+            if messages:
+                loop.rounds, loop.usage = 0, None
+            loop.history.extend(messages)
             return loop
         open_ids = {c.call_id for c in loop.calls} - set(loop.results)
         rest: list[ChatMessage] = []
@@ -350,11 +363,15 @@ class _Loop:
     def external_calls(self) -> list[FunctionCallContent]:
         return [c for c in self.calls if c.call_id not in self.results]
 
+    def round_results(self) -> list[FunctionResultContent]:
+        """The round's results there are, in call order."""
+        return [FunctionResultContent(c.call_id, self.results[c.call_id])
+                for c in self.calls if c.call_id in self.results]
+
     def end_round(self, *, partial: bool = False) -> None:
         """The round's results go into the history, in call order (``partial``: those there
         are; the caller sends the rest)."""
-        results = [FunctionResultContent(c.call_id, self.results[c.call_id])
-                   for c in self.calls if c.call_id in self.results]
+        results = self.round_results()
         if results or not partial:
             self.history.append(ChatMessage("tool", results))
         self.history.extend(self.pending_input)

@@ -9,14 +9,16 @@ must never run a tool.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
 
+from checkflow.agents._messages import UserInputRequestContent
 from checkflow.state import register_state_type
 
 __all__ = ["CLIENT_TOOLS_KEY", "ClientTool", "ClientToolCall", "ToolApproval",
-           "ToolApprovalRequest"]
+           "ToolApprovalRequest", "client_tools", "tool_request"]
 
 CLIENT_TOOLS_KEY: Final = "checkflow.client_tools"
 """The shared-state key of the tools the client declared for this turn (a ``list[ClientTool]``)."""
@@ -68,3 +70,32 @@ class ClientToolCall(msgspec.Struct, frozen=True, kw_only=True):
 
 for _cls in (ToolApprovalRequest, ToolApproval, ClientTool, ClientToolCall):
     register_state_type(_cls, type_id=f"checkflow.{_cls.__name__}")
+
+
+def tool_request(data: Any) -> ToolApprovalRequest | ClientToolCall | None:
+    """The tool call a pending request's ``data`` pauses for, if it is one.
+
+    ``AgentExecutor`` asks with a ``UserInputRequestContent`` whose ``data`` is the
+    ``ToolApprovalRequest`` or ``ClientToolCall`` (so agents' pauses share one response
+    handler); adapters read it through this.
+    """
+    if isinstance(data, UserInputRequestContent):
+        data = data.data
+    return data if isinstance(data, (ToolApprovalRequest, ClientToolCall)) else None
+
+
+def client_tools(value: Any) -> list[ClientTool]:
+    """The shared-state value under ``CLIENT_TOOLS_KEY`` as ``ClientTool``s (JSON objects
+    are converted; anything else is ignored)."""
+    if not isinstance(value, Iterable) or isinstance(value, (str, bytes, dict)):
+        return []
+    found: list[ClientTool] = []
+    for item in value:
+        if isinstance(item, ClientTool):
+            found.append(item)
+        elif isinstance(item, dict):
+            try:
+                found.append(msgspec.convert(item, ClientTool))
+            except msgspec.ValidationError:
+                continue
+    return found

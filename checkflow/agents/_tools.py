@@ -94,7 +94,7 @@ class FunctionTool:
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """``arguments`` checked against the parameters, as JSON values (``ToolArgumentsError``
         naming the first wrong one)."""
-        return typing.cast(dict[str, Any], msgspec.to_builtins(self._convert(arguments)))
+        return typing.cast(dict[str, Any], _to_json(self._convert(arguments)))
 
     def _convert(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(arguments, Mapping):
@@ -207,8 +207,12 @@ def _schema(struct: type, params: list[inspect.Parameter]) -> dict[str, Any]:
 
 
 def _to_json(result: Any) -> Any:
-    """A tool's result as JSON values (pydantic models through ``model_dump``)."""
-    dump = getattr(result, "model_dump", None)
-    if callable(dump) and not isinstance(result, type):
-        result = dump(mode="json")
-    return msgspec.to_builtins(result)
+    """A value as JSON values (pydantic models, anywhere in it, through ``model_dump``)."""
+    return msgspec.to_builtins(result, enc_hook=_dump_model)
+
+
+def _dump_model(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(mode="json")
+    raise TypeError(f"a tool result must be JSON values, not {type(value).__name__}")

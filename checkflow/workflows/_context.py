@@ -29,6 +29,8 @@ class ContextHost(Protocol):
 
     def send(self, source_id: str, message: Any, target_id: str | None) -> None: ...
 
+    def continue_with(self, executor_id: str, message: Any) -> None: ...
+
     async def output(self, source_id: str, value: Any) -> None: ...
 
     async def request(
@@ -100,6 +102,15 @@ class WorkflowContext(Generic[OutT, WorkflowOutT]):
         It is delivered in the next superstep.
         """
         self._host.send(self._executor_id, message, target_id)
+
+    async def continue_with(self, message: Any) -> None:
+        """Deliver ``message`` to this executor itself in the next superstep, no edge needed.
+
+        For work done in steps that must each be committed before the next (an agent's tool
+        loop): the message waits in ``messages.pending`` like any other, so a resume in
+        another process delivers it. This executor must have a handler for it.
+        """
+        self._host.continue_with(self._executor_id, message)
 
     async def yield_output(self, value: Any) -> None:
         """Yield a workflow output: recorded in ``messages.output`` and emitted as an event."""

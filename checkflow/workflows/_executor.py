@@ -88,6 +88,15 @@ class Executor:
         """Extra, process-independent facts for the graph signature (nested workflows)."""
         return {}
 
+    def check_response(self, request: Any, response: Any) -> None:
+        """Refuse an answer to one of this executor's requests before it is accepted.
+
+        Called with the request's data and the answer converted to its ``response_type``;
+        a ``ValueError`` raised here refuses the whole batch of answers as an
+        ``InvalidResponseError`` naming the request, and nothing is committed. The default
+        accepts everything the type allows.
+        """
+
 
 class FunctionExecutor(Executor):
     """An executor wrapping one function; built by ``@executor``."""

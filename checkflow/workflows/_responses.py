@@ -41,6 +41,20 @@ def convert_response(request: PendingRequest, value: Any) -> Any:
         raise _mismatch(request, exc) from exc
 
 
+def _check(workflow: Workflow, request: PendingRequest, value: Any) -> None:
+    """The requesting executor's own check of an answer (``Executor.check_response``)."""
+    executor = workflow.plan.spec(request.source_executor_id).executor
+    try:
+        executor.check_response(request.data, value)
+    except ValueError as exc:
+        if isinstance(exc, InvalidResponseError):
+            raise
+        reason = str(exc)
+        raise InvalidResponseError(
+            f"the response to request {request.request_id!r} was refused: {reason}",
+            request_id=request.request_id, reason=reason) from exc
+
+
 def _mismatch(request: PendingRequest, exc: BaseException) -> InvalidResponseError:
     field, reason = validation_detail(exc)
     where = f" at {field}" if field else ""
@@ -69,6 +83,9 @@ async def accept_responses(
         else convert_response(run.requests[rid], value)
         for rid, value in responses.items()
     }
+    for rid, value in converted.items():
+        if not isinstance(value, RequestCancelled):
+            _check(workflow, run.requests[rid], value)
     for rid, value in converted.items():
         request = run.requests.pop(rid)
         spec = workflow.plan.spec(request.source_executor_id)

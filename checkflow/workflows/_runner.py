@@ -97,6 +97,7 @@ class Runner:
         self._sink: Sink | None = None
         self._staged: dict[str, Any] = {}
         self._outboxes: dict[str, list[tuple[Any, str | None]]] = {}
+        self._continuations: list[tuple[str, Any]] = []
         self._dispatch: dict[tuple[str, type], HandlerSpec | None] = {}
 
     # -- driving ---------------------------------------------------------------------------
@@ -304,6 +305,11 @@ class Runner:
             for group in plan.routes_from(source_id):
                 for message, target_id in sent:
                     await route(group, run, source_id, message, target_id, self._accepts)
+        continuations, self._continuations = self._continuations, []
+        for executor_id, message in continuations:
+            run.deliveries.append(
+                {"kind": "message", "source": executor_id, "target": executor_id,
+                 "data": message})
 
     async def _commit(self, boundary: str) -> None:
         if self._one_shot:
@@ -421,6 +427,12 @@ class Runner:
         if outbox is None:
             outbox = self._outboxes[source_id] = []
         outbox.append((message, target_id))
+
+    def continue_with(self, executor_id: str, message: Any) -> None:
+        if self._handler(self._plan.spec(executor_id), message) is None:
+            raise TypeError(f"executor {executor_id!r} has no handler for a "
+                            f"{type_name(type(message))} message to continue with")
+        self._continuations.append((executor_id, message))
 
     async def output(self, source_id: str, value: Any) -> None:
         self._run.outputs.append(value)
