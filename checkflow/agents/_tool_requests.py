@@ -27,15 +27,14 @@ CLIENT_TOOLS_KEY: Final = "checkflow.client_tools"
 class ToolApprovalRequest(msgspec.Struct, frozen=True, kw_only=True):
     """The model asked to run ``tool_name`` with ``arguments``; a person must approve first.
 
-    Answered with a ``ToolApproval`` under ``call_id`` (the request id). ``error`` is set
-    when the request is asked again because the previous answer could not be used.
+    Answered with a ``ToolApproval`` under ``call_id`` (the request id); ``description``
+    is the tool's, for the person deciding.
     """
 
     tool_name: str
     call_id: str
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
     description: str = ""
-    error: str | None = None
 
 
 class ToolApproval(msgspec.Struct, frozen=True, kw_only=True):
