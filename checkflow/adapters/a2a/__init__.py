@@ -28,7 +28,9 @@ so a restarted server or a second one sharing the storage serves the same tasks.
   output is also the task's ``COMPLETED`` status message.
   A run that pauses ends ``INPUT_REQUIRED`` with the requests in the status message's data
   part and ``metadata.checkflow.resumeToken``; ``TaskRejected`` ends ``REJECTED``, any other
-  failure ``FAILED``.
+  failure ``FAILED``. A tool call waiting on an approval or on the client's own tool is
+  such a pause, its request (the call id) carrying ``tool`` (kind, name, call id,
+  arguments); ``{"approved": true}``, a denial, edited arguments or the tool's result answer.
 - ``messageId`` is the turn's idempotency key: a retry answers the recorded task (nothing
   runs again), a retry of a running turn follows it. A reply to an answered request is
   refused (-32004 ``already_answered``); ``metadata.checkflow.fromSnapshot`` branches.

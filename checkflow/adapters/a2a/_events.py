@@ -2,10 +2,10 @@
 
 Used by the executor (a run it drives) and by ``SubscribeToTask`` on a run driven elsewhere
 (``Host.subscribe``), so both speak the same events with the same artifact ids. The final
-status of a paused run carries the pending requests (a data part) and the resume token (task
-metadata, under ``"checkflow"``; ``_metadata`` names them); a completed run's carries its
-last output when that is an ``A2AMessage``. This module builds events only:
-it never enqueues, stores or calls the host.
+status of a paused run carries the pending requests (a data part; a lone tool call's text
+says what answers it, ``_tools``) and the resume token (task metadata, under ``"checkflow"``;
+``_metadata`` names them); a completed run's carries its last output when that is an
+``A2AMessage``. This module builds events only: it never enqueues, stores or calls the host.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from checkflow.adapters.a2a._parts import (
     proto_value,
     takes_message,
 )
+from checkflow.adapters.a2a._tools import tool_text
 from checkflow.adapters.a2a._types import A2AMessage, TaskRejected
 from checkflow.agents import AgentResponse
 from checkflow.hosting import ResumeToken, jsonable
@@ -129,8 +130,9 @@ class RunEvents:
             text = (f"waiting for a message: send it with this taskId (any parts, files "
                     f"included) to answer request {ids[0]}")
             if len(ids) > 1 or not takes_message(pending[ids[0]].response_type):
-                text = (f"waiting for {len(ids)} response(s): answer with a data part mapping "
-                        f"request ids to values ({', '.join(ids)})")
+                text = tool_text(pending) or (
+                    f"waiting for {len(ids)} response(s): answer with a data part mapping "
+                    f"request ids to values ({', '.join(ids)})")
             return self.status(a2a_pb2.TASK_STATE_INPUT_REQUIRED,
                                message=self.agent_message(text, pending_data(pending)),
                                metadata=task_metadata(self.context_id, ids, resume_token),

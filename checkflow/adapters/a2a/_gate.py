@@ -320,6 +320,12 @@ def _refusal(exc: BaseException, context_id: str, task_id: str) -> BaseException
     if isinstance(exc, RecordTooLargeError):
         return InvalidRequestError(message=str(exc), data=error_data(
             reason="record_too_large", size=exc.size, limit=exc.limit))
+    if isinstance(exc, InvalidResponseError) and exc.request_id:
+        # a value that does not fit (a bad approval, edited tool arguments the tool refuses):
+        # nothing was committed, the task still waits for that request
+        where = {"field": exc.field} if exc.field else {}
+        return InvalidParamsError(message=str(exc), data=error_data(
+            reason="invalid_response", request_ids=[exc.request_id], **where))
     if isinstance(exc, InvalidMessageError | InvalidResponseError | ConversationNotFoundError
                   | SnapshotNotFoundError | TypeError | ValueError):
         return InvalidParamsError(message=str(exc))

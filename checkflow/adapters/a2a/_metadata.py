@@ -9,7 +9,9 @@ What the adapter writes:
   ``requestId``, ``data``, ``responseSchema`` and ``sourceExecutorId`` (``data`` and the
   schema are the workflow's own values, passed as they are), and ``takesMessage: true`` for
   a request answered by the whole next message (its response type takes ``A2AMessage``; its
-  ``responseSchema`` then only says so, as any message is its answer);
+  ``responseSchema`` then only says so, as any message is its answer), and ``tool``
+  (``kind``, ``toolName``, ``callId``, ``arguments``, ``description``) for a request that
+  waits on a tool call (``_tools``);
 - the ``data`` of the errors it raises (``reason``, ``requestIds``, ``waitingTaskId``,
   ``retryAfter``, ...).
 
@@ -25,6 +27,7 @@ from typing import Any
 from a2a.types import a2a_pb2
 
 from checkflow.adapters.a2a._parts import python_value, takes_message
+from checkflow.adapters.a2a._tools import tool_view
 from checkflow.hosting import ResumeToken, pending_view
 from checkflow.workflows import PendingRequest
 
@@ -42,6 +45,7 @@ _PENDING_IDS = "pendingRequestIds"
 _TOKEN = "resumeToken"
 _PENDING = "pendingRequests"
 _TAKES_MESSAGE = "takesMessage"
+_TOOL = "tool"
 _WHOLE_MESSAGE = {"description": "the whole next A2A message sent with this taskId answers "
                                  "this request: any parts, files included"}
 
@@ -76,6 +80,9 @@ def _pending(request: PendingRequest) -> dict[str, Any]:
         # answered by the whole next message, files included: not by a value of a schema
         view[_TAKES_MESSAGE] = True
         view["responseSchema"] = dict(_WHOLE_MESSAGE)
+    tool = tool_view(request)
+    if tool is not None:
+        view[_TOOL] = tool
     return view
 
 
