@@ -68,6 +68,7 @@ class ClientToolCall(msgspec.Struct, frozen=True, kw_only=True):
 
 
 for _cls in (ToolApprovalRequest, ToolApproval, ClientTool, ClientToolCall):
+    _cls.__module__ = "checkflow.agents"  # the public name, in messages and signatures
     register_state_type(_cls, type_id=f"checkflow.{_cls.__name__}")
 
 
