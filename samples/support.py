@@ -1,6 +1,9 @@
 """A hosted support agent: a read-only order lookup tool, and a refund tool that needs approval.
 
-Serve it over every protocol at once::
+Run it: ``python samples/support.py`` plays one conversation in memory (a refund asked,
+approved, done; another asked and denied) and writes nothing, so every run starts afresh.
+Served, a conversation lives in the server's storage and continues across restarts. Serve
+it over every protocol at once::
 
     python -m checkflow serve samples.support:workflow --adapters native,a2a,agui,foundry
 
@@ -25,6 +28,7 @@ tools) when the message names it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -39,9 +43,11 @@ from checkflow.agents import (
     FunctionResultContent,
     ModelReply,
     TextContent,
+    ToolApprovalRequest,
     ToolCallingAgent,
     ToolContext,
     tool,
+    tool_request,
 )
 from checkflow.workflows import Workflow, WorkflowBuilder
 
@@ -176,3 +182,22 @@ def build(agent: ToolCallingAgent) -> Workflow:
 
 
 workflow = build(make_agent())
+
+
+async def main() -> None:
+    checkpoint = workflow.create_checkpoint()
+    for message, answer in (("Please refund order 1001", {"approved": True}),
+                            ("Please refund order 1002", {"approved": False,
+                                                          "reason": "bought in a sale"})):
+        paused = await workflow.run(message, checkpoint=checkpoint)
+        for call_id, pending in paused.pending_requests.items():
+            asked = tool_request(pending.data)
+            assert isinstance(asked, ToolApprovalRequest)
+            print(f"asks to {asked.tool_name} {json.dumps(asked.arguments, sort_keys=True)}:",
+                  answer)
+            done = await workflow.run(responses={call_id: answer}, checkpoint=checkpoint)
+            print("says:", " ".join(o.text for o in done.get_outputs()))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -207,3 +207,46 @@ def test_what_samples_and_serve_write_is_ignored_and_the_packages_are_not(
         assert git_ignores(f"{written}/x"), written
     for source in ("checkflow/checkpoints/x.py", "tests/checkpoints/x.py", "samples/x.py"):
         assert git_ignores(source) is False, source
+
+
+def test_the_support_sample_asks_before_each_refund(run_sample: Run) -> None:
+    runs = run_sample("support", OPENAI_API_KEY="", CHECKFLOW_SUPPORT_LEDGER="")
+    assert runs.left == frozenset() and runs.second == runs.first
+    assert runs.first.splitlines() == [
+        "asks to refund {\"amount\": 40.0, \"order_id\": \"1001\"}: {'approved': True}",
+        "says: Refunded 40.00 on order 1001.",
+        "asks to refund {\"amount\": 25.5, \"order_id\": \"1002\"}: "
+        "{'approved': False, 'reason': 'bought in a sale'}",
+        "says: I did not refund it. (The user denied this call: bought in a sale. "
+        "It did not run.)"]
+
+
+async def test_the_support_sample_runs_its_tools_with_openai_when_a_key_is_set(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib
+
+    import respx
+
+    from tests.llm_script import BASE_URL, Model, call, reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", BASE_URL)
+    monkeypatch.delenv("CHECKFLOW_SUPPORT_LEDGER", raising=False)
+    sys.path.insert(0, str(ROOT))
+    try:
+        support = importlib.reload(importlib.import_module("samples.support"))
+    finally:
+        sys.path.remove(str(ROOT))
+    model = Model([
+        reply(None, call("a", "lookup_order", order_id="1001")),
+        reply(None, call("b", "refund", order_id="1001", amount=40)), reply("Refunded 40."),
+        reply(None, call("c", "refund", order_id="1002", amount=25.5)), reply("Not refunded.")])
+    # the model service is the one thing a test cannot run: respx stands in for it
+    with respx.mock(base_url=BASE_URL) as mock:
+        mock.post("/chat/completions").mock(side_effect=model)
+        await support.main()
+    sys.modules.pop("samples.support")  # built with the key: later imports start afresh
+    assert type(support.workflow.plan.start.executor.agent).__name__ == "OpenAIChatAgent"
+    assert model.tool_names(0) == ["lookup_order", "refund"]
+    assert model.requests[0]["messages"][0]["role"] == "system"
+    assert "says: Refunded 40." in capsys.readouterr().out
