@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
+import msgspec
+
 from checkflow.agents._base import HISTORY_KEY, BaseAgent, get_history
 from checkflow.agents._messages import (
     ChatMessage,
@@ -294,6 +296,20 @@ def _function_call(found: FunctionTool, call: FunctionCallContent, answer: Any,
     return validated
 
 
+def _as_approval(tool_name: str, answer: Any) -> ToolApproval:
+    """The answer to an approval as a ``ToolApproval`` (a JSON object or a bare bool are
+    accepted); anything else is refused before the session changes, never taken as a yes."""
+    if isinstance(answer, ToolApproval):
+        return answer
+    if isinstance(answer, bool):
+        return ToolApproval(approved=answer)
+    try:
+        return msgspec.convert(answer, ToolApproval)
+    except msgspec.ValidationError as exc:
+        raise ToolArgumentsError(tool_name, f"the answer to its approval must be a "
+                                 f"ToolApproval ({{\"approved\": true}}): {exc}") from None
+
+
 async def _invoke(found: FunctionTool, call: FunctionCallContent, arguments: dict[str, Any]
                   ) -> Any:
     """Run one call; a failure becomes the result the model reads (never the turn's end)."""
@@ -333,13 +349,13 @@ class _Loop:
             return loop
         open_ids = {c.call_id for c in loop.calls} - set(loop.results)
         rest: list[ChatMessage] = []
-        external_answered = False
         for message in messages:
             contents = []
             for item in message.contents:
                 if isinstance(item, FunctionResultContent) and item.call_id in open_ids:
-                    loop.answers[item.call_id] = item.result
-                    external_answered |= loop.kinds.get(item.call_id) == "external"
+                    loop.answers[item.call_id] = (
+                        _as_approval(loop.tool_name(item.call_id), item.result)
+                        if loop.kinds.get(item.call_id) == "function" else item.result)
                 else:
                     contents.append(item)
             if contents:
@@ -349,6 +365,9 @@ class _Loop:
                 loop.results[call_id] = "Not run: the conversation moved on before it was."
         loop.pending_input = rest
         return loop
+
+    def tool_name(self, call_id: str) -> str:
+        return next((c.name for c in self.calls if c.call_id == call_id), "")
 
     def add_usage(self, usage: UsageDetails | None) -> None:
         if usage is not None:

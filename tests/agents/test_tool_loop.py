@@ -23,7 +23,7 @@ from checkflow.agents import (
     UsageDetails,
     tool,
 )
-from checkflow.errors import MaxToolRoundsError
+from checkflow.errors import MaxToolRoundsError, ToolArgumentsError
 from tests.llm_script import BASE_URL, Model, call, reply
 
 WEATHER_DEFINITION = {"type": "function", "function": {
@@ -243,3 +243,33 @@ def test_sync_tools_run_off_the_event_loop() -> None:
 
     asyncio.run(where.invoke({}, "c"))
     assert loops == [False]
+
+
+@tool(approval="always")
+def wipe(disk: str) -> str:
+    """Wipe a disk."""
+    return f"wiped {disk}"
+
+
+async def test_an_agent_run_directly_asks_and_takes_an_approval_as_a_function_result(
+        mock: respx.MockRouter) -> None:
+    model = serve(mock, reply(None, call("w1", "wipe", disk="d")), reply("Not wiped."),
+                  reply(None, call("w2", "wipe", disk="e")), reply("Wiped e."))
+    bot = agent(wipe)
+    session = bot.create_session()
+    asked = await bot.run("wipe d", session=session)
+    (request,) = asked.user_input_requests
+    assert request.request_id == "w1" and request.data.arguments == {"disk": "d"}
+    before = dict(session.state)
+    with pytest.raises(ToolArgumentsError, match="must be a ToolApproval"):
+        await bot.run(ChatMessage("tool", [FunctionResultContent("w1", {"ok": 1})]),
+                      session=session)
+    assert session.state == before  # refused before anything changed: asked still
+    denied = await bot.run(ChatMessage("tool", [FunctionResultContent("w1", {
+        "approved": False})]), session=session)
+    assert denied.text == "Not wiped." and "denied" in model.requests[1]["messages"][-1][
+        "content"]
+    await bot.run("wipe e", session=session)
+    done = await bot.run(ChatMessage("tool", [FunctionResultContent("w2", True)]),
+                         session=session)
+    assert done.text == "Wiped e." and model.requests[3]["messages"][-1]["content"] == "wiped e"

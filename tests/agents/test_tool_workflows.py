@@ -18,6 +18,7 @@ from checkflow.agents import (
     AgentRunUpdateEvent,
     ClientTool,
     ClientToolCall,
+    ConcurrentBuilder,
     OpenAIChatAgent,
     SequentialBuilder,
     ToolApproval,
@@ -240,3 +241,27 @@ async def test_a_sequential_participant_with_tools_pauses_and_resumes(
     (conversation,) = done.get_outputs()
     assert [m.text for m in conversation] == ["refund 42", "Refund done."]
     assert REFUNDS == [("42", 30, "r1")] and len(model.requests) == 2
+
+
+async def test_concurrent_participants_with_tools_pause_and_the_fan_in_waits(
+        mock: respx.MockRouter) -> None:
+    def script(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        who, last = messages[0]["content"], messages[-1]
+        if last["role"] == "tool":
+            return reply(f"{who}: {last['content']}")
+        if who == "refunds":
+            return reply(None, REFUND_CALL)
+        return reply(None, call("l1", "lookup_order", order_id="42"))
+
+    mock.post("/chat/completions").mock(side_effect=Model(script))
+    agents = [OpenAIChatAgent("m", name=name, base_url=BASE_URL, api_key="k",
+                              instructions=name, tools=[lookup_order, refund])
+              for name in ("refunds", "lookups")]
+    workflow = ConcurrentBuilder(agents).build()
+    checkpoint = workflow.create_checkpoint()
+    paused = await workflow.run("order 42", checkpoint=checkpoint)
+    assert list(paused.pending_requests) == ["r1"] and paused.get_outputs() == []
+    done = await workflow.run(responses={"r1": {"approved": True}}, checkpoint=checkpoint)
+    (replies,) = done.get_outputs()
+    assert [r.text for r in replies] == [
+        "refunds: refunded 30 on 42", 'lookups: {"order_id":"42","paid":30}']
