@@ -8,15 +8,19 @@ text deltas, tool-call fragments keyed by index, a finish reason, then ``[DONE]`
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
+import respx
 
 BASE_URL = "https://llm.test/v1"
 
 Reply = dict[str, Any]
+Script = Callable[[list[dict[str, Any]]], Reply]
+Serve = Callable[..., "Model"]
 
 
 def call(call_id: str, name: str, arguments: Any = None, /, **kwargs: Any) -> dict[str, Any]:
@@ -40,8 +44,7 @@ def reply(text: str | None = None, *calls: dict[str, Any], tokens: int = 0) -> R
 class Model:
     """A respx side effect: ``mock.post("/chat/completions").mock(side_effect=Model(...))``."""
 
-    def __init__(self, script: Iterable[Reply] | Callable[[list[dict[str, Any]]], Reply]
-                 ) -> None:
+    def __init__(self, script: Iterable[Reply] | Script) -> None:
         self._next = script if callable(script) else _in_order(list(script))
         self.requests: list[dict[str, Any]] = []
 
@@ -96,3 +99,15 @@ def _sse(found: Reply) -> bytes:
         chunks.append({"choices": [], "usage": found["usage"]})
     events = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks)
     return (events + "data: [DONE]\n\n").encode()
+
+
+@contextlib.contextmanager
+def mocked() -> Iterator[Serve]:
+    """respx in place of the model service: ``serve(*replies)`` or ``serve(script)`` routes
+    ``/chat/completions`` to a new ``Model`` and returns it."""
+    with respx.mock(base_url=BASE_URL) as router:
+        def serve(*script: Any) -> Model:
+            model = Model(script[0] if len(script) == 1 and callable(script[0]) else script)
+            router.post("/chat/completions").mock(side_effect=model)
+            return model
+        yield serve

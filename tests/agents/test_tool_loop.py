@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import msgspec
 import pydantic
 import pytest
-import respx
 
 from checkflow.agents import (
     AgentResponse,
@@ -24,7 +22,7 @@ from checkflow.agents import (
     tool,
 )
 from checkflow.errors import MaxToolRoundsError, ToolArgumentsError
-from tests.llm_script import BASE_URL, Model, call, reply
+from tests.llm_script import BASE_URL, Serve, call, reply
 
 WEATHER_DEFINITION = {"type": "function", "function": {
     "name": "get_weather", "parameters": {"type": "object", "properties": {}}}}
@@ -44,17 +42,6 @@ class Address(pydantic.BaseModel):
     zip: int
 
 
-@pytest.fixture
-def mock() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=BASE_URL) as router:
-        yield router
-
-
-def serve(mock: respx.MockRouter, *replies: dict[str, Any]) -> Model:
-    model = Model(replies)
-    mock.post("/chat/completions").mock(side_effect=model)
-    return model
-
 
 def agent(*tools: Any, **kwargs: Any) -> OpenAIChatAgent:
     return OpenAIChatAgent("m", base_url=BASE_URL, api_key="k", tools=tools, **kwargs)
@@ -73,8 +60,8 @@ def test_a_tool_reads_its_name_description_and_schema_from_the_function() -> Non
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_the_model_calls_a_tool_reads_its_result_and_answers(
-        mock: respx.MockRouter, stream: bool) -> None:
-    model = serve(mock, reply(None, call("c1", "lookup_order", order_id="42"), tokens=3),
+        llm: Serve, stream: bool) -> None:
+    model = llm(reply(None, call("c1", "lookup_order", order_id="42"), tokens=3),
                   reply("Order 42 has shipped.", tokens=5))
     bot = agent(lookup_order)
     session = bot.create_session()
@@ -97,7 +84,7 @@ async def test_the_model_calls_a_tool_reads_its_result_and_answers(
 
 
 async def test_parallel_calls_run_concurrently_and_return_in_call_order(
-        mock: respx.MockRouter) -> None:
+        llm: Serve) -> None:
     both = threading.Barrier(2, timeout=30)  # each call waits for the other: only together
 
     @tool
@@ -106,7 +93,7 @@ async def test_parallel_calls_run_concurrently_and_return_in_call_order(
         both.wait()
         return f"done {name}"
 
-    model = serve(mock, reply(None, call("a", "slow", name="a"), call("b", "slow", name="b")),
+    model = llm(reply(None, call("a", "slow", name="a"), call("b", "slow", name="b")),
                   reply("both done"))
     response = await agent(slow).run("go")
     assert response.text == "both done"
@@ -116,7 +103,7 @@ async def test_parallel_calls_run_concurrently_and_return_in_call_order(
 
 
 async def test_bad_arguments_are_fed_back_to_the_model_which_calls_again(
-        mock: respx.MockRouter) -> None:
+        llm: Serve) -> None:
     ran: list[str] = []
 
     @tool
@@ -125,7 +112,7 @@ async def test_bad_arguments_are_fed_back_to_the_model_which_calls_again(
         ran.append(order_id)
         return "refunded"
 
-    model = serve(mock, reply(None, call("c1", "refund", order_id="42", amount="lots")),
+    model = llm(reply(None, call("c1", "refund", order_id="42", amount="lots")),
                   reply(None, call("c2", "refund", order_id="42", amount=5, extra=1)),
                   reply(None, call("c3", "refund", order_id="42", amount=5)),
                   reply("Refunded."))
@@ -137,13 +124,13 @@ async def test_bad_arguments_are_fed_back_to_the_model_which_calls_again(
 
 
 async def test_an_unknown_tool_and_a_failing_tool_are_told_to_the_model(
-        mock: respx.MockRouter) -> None:
+        llm: Serve) -> None:
     @tool
     async def broken() -> str:
         """Always fails."""
         raise RuntimeError("database down")
 
-    model = serve(mock, reply(None, call("c1", "nope"), call("c2", "broken")), reply("Sorry."))
+    model = llm(reply(None, call("c1", "nope"), call("c2", "broken")), reply("Sorry."))
     assert (await agent(broken).run("try")).text == "Sorry."
     unknown, failed = [m["content"] for m in model.requests[1]["messages"][-2:]]
     assert "no tool named 'nope'" in unknown and "broken" in unknown
@@ -151,9 +138,9 @@ async def test_an_unknown_tool_and_a_failing_tool_are_told_to_the_model(
 
 
 async def test_a_model_that_never_stops_gets_a_last_call_without_tools_then_fails(
-        mock: respx.MockRouter) -> None:
+        llm: Serve) -> None:
     calls = [reply(None, call(f"c{i}", "lookup_order", order_id=str(i))) for i in range(3)]
-    model = serve(mock, *calls, reply(None, call("c9", "lookup_order", order_id="9")))
+    model = llm(*calls, reply(None, call("c9", "lookup_order", order_id="9")))
     bot = agent(lookup_order, max_tool_rounds=2)
     session = bot.create_session()
     with pytest.raises(MaxToolRoundsError, match="max_tool_rounds=2") as caught:
@@ -163,12 +150,12 @@ async def test_a_model_that_never_stops_gets_a_last_call_without_tools_then_fail
 
 
 async def test_after_the_last_round_the_model_answers_without_tools(
-        mock: respx.MockRouter) -> None:
-    serve(mock, reply(None, call("c1", "lookup_order", order_id="1")), reply("Enough."))
+        llm: Serve) -> None:
+    llm(reply(None, call("c1", "lookup_order", order_id="1")), reply("Enough."))
     assert (await agent(lookup_order, max_tool_rounds=1).run("go")).text == "Enough."
 
 
-async def test_a_tool_gets_its_call_id_through_tool_context(mock: respx.MockRouter) -> None:
+async def test_a_tool_gets_its_call_id_through_tool_context(llm: Serve) -> None:
     seen: list[ToolContext] = []
 
     @tool
@@ -178,14 +165,14 @@ async def test_a_tool_gets_its_call_id_through_tool_context(mock: respx.MockRout
         return "ok"
 
     assert "context" not in charge.parameters["properties"]
-    serve(mock, reply(None, call("call-7", "charge", amount=3)), reply("charged"))
+    llm(reply(None, call("call-7", "charge", amount=3)), reply("charged"))
     await agent(charge).run("charge 3")
     assert seen == [ToolContext("call-7", "charge")]
 
 
 async def test_definitions_alone_still_end_the_run_with_the_calls(
-        mock: respx.MockRouter) -> None:
-    model = serve(mock, reply(None, call("w1", "get_weather")), reply("Sunny."))
+        llm: Serve) -> None:
+    model = llm(reply(None, call("w1", "get_weather")), reply("Sunny."))
     bot = agent(WEATHER_DEFINITION)
     session = bot.create_session()
     first = await bot.run("weather?", session=session)
@@ -197,7 +184,7 @@ async def test_definitions_alone_still_end_the_run_with_the_calls(
 
 
 async def test_a_pydantic_model_parameter_is_described_and_validated(
-        mock: respx.MockRouter) -> None:
+        llm: Serve) -> None:
     @tool
     def ship(to: Address) -> str:
         """Ship somewhere."""
@@ -205,7 +192,7 @@ async def test_a_pydantic_model_parameter_is_described_and_validated(
 
     assert ship.parameters["properties"]["to"]["properties"]["zip"] == {
         "title": "Zip", "type": "integer"}
-    model = serve(mock, reply(None, call("c1", "ship", to={"city": "Oslo", "zip": "x"})),
+    model = llm(reply(None, call("c1", "ship", to={"city": "Oslo", "zip": "x"})),
                   reply(None, call("c2", "ship", to={"city": "Oslo", "zip": 150})), reply("ok"))
     await agent(ship).run("ship")
     assert "zip" in model.requests[1]["messages"][-1]["content"]
@@ -252,8 +239,8 @@ def wipe(disk: str) -> str:
 
 
 async def test_an_agent_run_directly_asks_and_takes_an_approval_as_a_function_result(
-        mock: respx.MockRouter) -> None:
-    model = serve(mock, reply(None, call("w1", "wipe", disk="d")), reply("Not wiped."),
+        llm: Serve) -> None:
+    model = llm(reply(None, call("w1", "wipe", disk="d")), reply("Not wiped."),
                   reply(None, call("w2", "wipe", disk="e")), reply("Wiped e."))
     bot = agent(wipe)
     session = bot.create_session()

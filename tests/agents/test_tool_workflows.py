@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import respx
 
 from checkflow.agents import (
     CLIENT_TOOLS_KEY,
@@ -30,7 +29,7 @@ from checkflow.agents import (
 from checkflow.errors import InvalidResponseError
 from checkflow.storage import FileCheckpointStorage
 from checkflow.workflows import RunStatus, Workflow, WorkflowBuilder
-from tests.llm_script import BASE_URL, Model, call, reply
+from tests.llm_script import BASE_URL, Serve, call, reply
 
 REFUNDS: list[tuple[str, int, str]] = []  # (order, amount, call id) per refund that ran
 
@@ -61,17 +60,6 @@ def clean() -> Iterator[None]:
     REFUNDS.clear()
 
 
-@pytest.fixture
-def mock() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=BASE_URL) as router:
-        yield router
-
-
-def serve(mock: respx.MockRouter, *replies: dict[str, Any]) -> Model:
-    model = Model(replies)
-    mock.post("/chat/completions").mock(side_effect=model)
-    return model
-
 
 def support(*, stream: bool = False) -> Workflow:
     agent = OpenAIChatAgent("m", name="support", base_url=BASE_URL, api_key="k",
@@ -89,8 +77,8 @@ REFUND_CALL = call("r1", "refund", order_id="42", amount=30)
 
 
 async def test_an_approval_pauses_the_run_and_the_approved_tool_runs_once_after_a_reload(
-        mock: respx.MockRouter, tmp_path: Path) -> None:
-    model = serve(mock, reply(None, call("l1", "lookup_order", order_id="42")),
+        llm: Serve, tmp_path: Path) -> None:
+    model = llm(reply(None, call("l1", "lookup_order", order_id="42")),
                   reply(None, REFUND_CALL), reply("Refunded 30."))
     storage = FileCheckpointStorage(tmp_path)
     checkpoint = support().create_checkpoint(checkpoint_storage=storage)
@@ -113,8 +101,8 @@ async def test_an_approval_pauses_the_run_and_the_approved_tool_runs_once_after_
 
 
 async def test_a_denial_is_told_to_the_model_and_the_tool_never_runs(
-        mock: respx.MockRouter) -> None:
-    model = serve(mock, reply(None, REFUND_CALL), reply("I did not refund it."))
+        llm: Serve) -> None:
+    model = llm(reply(None, REFUND_CALL), reply("I did not refund it."))
     workflow = support()
     checkpoint = workflow.create_checkpoint()
     await workflow.run("refund 42", checkpoint=checkpoint)
@@ -127,8 +115,8 @@ async def test_a_denial_is_told_to_the_model_and_the_tool_never_runs(
 
 
 async def test_edited_arguments_are_validated_again_and_a_bad_edit_commits_nothing(
-        mock: respx.MockRouter) -> None:
-    serve(mock, reply(None, REFUND_CALL), reply("Refunded 10."))
+        llm: Serve) -> None:
+    llm(reply(None, REFUND_CALL), reply("Refunded 10."))
     workflow = support()
     checkpoint = workflow.create_checkpoint()
     await workflow.run("refund 42", checkpoint=checkpoint)
@@ -146,8 +134,8 @@ async def test_edited_arguments_are_validated_again_and_a_bad_edit_commits_nothi
     assert REFUNDS == [("42", 10, "r1")]
 
 
-async def test_an_approval_predicate_asks_only_when_it_says_so(mock: respx.MockRouter) -> None:
-    serve(mock, reply(None, call("c1", "credit", amount=20), call("c2", "credit", amount=500)),
+async def test_an_approval_predicate_asks_only_when_it_says_so(llm: Serve) -> None:
+    llm(reply(None, call("c1", "credit", amount=20), call("c2", "credit", amount=500)),
           reply("Credited 20 and 500."))
     workflow = support()
     checkpoint = workflow.create_checkpoint()
@@ -160,8 +148,8 @@ async def test_an_approval_predicate_asks_only_when_it_says_so(mock: respx.MockR
 
 
 async def test_each_step_is_a_snapshot_calls_before_they_run_results_before_the_model(
-        mock: respx.MockRouter) -> None:
-    serve(mock, reply(None, call("l1", "lookup_order", order_id="7")), reply("Paid 30."))
+        llm: Serve) -> None:
+    llm(reply(None, call("l1", "lookup_order", order_id="7")), reply("Paid 30."))
     workflow = support()
     checkpoint = workflow.create_checkpoint()
     await workflow.run("what did 7 cost?", checkpoint=checkpoint)
@@ -174,7 +162,7 @@ async def test_each_step_is_a_snapshot_calls_before_they_run_results_before_the_
 
 
 async def test_a_run_cut_short_while_a_tool_runs_reruns_that_call_under_the_same_id(
-        mock: respx.MockRouter) -> None:
+        llm: Serve) -> None:
     entered, release = asyncio.Event(), asyncio.Event()
     seen: list[str] = []
 
@@ -187,7 +175,7 @@ async def test_a_run_cut_short_while_a_tool_runs_reruns_that_call_under_the_same
             await release.wait()  # cancelled here: the first attempt never finishes
         return "shipped"
 
-    model = serve(mock, reply(None, call("s1", "ship", order_id="9")), reply("Shipped."))
+    model = llm(reply(None, call("s1", "ship", order_id="9")), reply("Shipped."))
     agent = OpenAIChatAgent("m", name="support", base_url=BASE_URL, api_key="k", tools=[ship])
     workflow = WorkflowBuilder(AgentExecutor(agent, output_response=True)).build()
     checkpoint = workflow.create_checkpoint()
@@ -203,8 +191,8 @@ async def test_a_run_cut_short_while_a_tool_runs_reruns_that_call_under_the_same
 
 
 async def test_a_client_tool_pauses_with_the_call_and_takes_its_result(
-        mock: respx.MockRouter) -> None:
-    model = serve(mock, reply(None, call("k1", "show_map", city="Oslo")), reply("Shown."))
+        llm: Serve) -> None:
+    model = llm(reply(None, call("k1", "show_map", city="Oslo")), reply("Shown."))
     workflow = support()
     checkpoint = workflow.create_checkpoint()
     paused = await workflow.run("show Oslo", checkpoint=checkpoint, shared_state={
@@ -219,8 +207,8 @@ async def test_a_client_tool_pauses_with_the_call_and_takes_its_result(
         "role": "tool", "tool_call_id": "k1", "content": "map shown"}
 
 
-async def test_streaming_emits_the_calls_and_their_results(mock: respx.MockRouter) -> None:
-    serve(mock, reply(None, call("l1", "lookup_order", order_id="1")), reply("Paid."))
+async def test_streaming_emits_the_calls_and_their_results(llm: Serve) -> None:
+    llm(reply(None, call("l1", "lookup_order", order_id="1")), reply("Paid."))
     result = await support(stream=True).run("cost of 1?")
     updates = [e.update for e in result.events if isinstance(e, AgentRunUpdateEvent)]
     merged = AgentResponse.from_updates(updates)
@@ -229,8 +217,8 @@ async def test_streaming_emits_the_calls_and_their_results(mock: respx.MockRoute
 
 
 async def test_a_sequential_participant_with_tools_pauses_and_resumes(
-        mock: respx.MockRouter) -> None:
-    model = serve(mock, reply(None, REFUND_CALL), reply("Refund done."))
+        llm: Serve) -> None:
+    model = llm(reply(None, REFUND_CALL), reply("Refund done."))
     agent = OpenAIChatAgent("m", name="support", base_url=BASE_URL, api_key="k",
                             tools=[refund])
     workflow = SequentialBuilder([agent]).build()
@@ -244,7 +232,7 @@ async def test_a_sequential_participant_with_tools_pauses_and_resumes(
 
 
 async def test_concurrent_participants_with_tools_pause_and_the_fan_in_waits(
-        mock: respx.MockRouter) -> None:
+        llm: Serve) -> None:
     def script(messages: list[dict[str, Any]]) -> dict[str, Any]:
         who, last = messages[0]["content"], messages[-1]
         if last["role"] == "tool":
@@ -253,7 +241,7 @@ async def test_concurrent_participants_with_tools_pause_and_the_fan_in_waits(
             return reply(None, REFUND_CALL)
         return reply(None, call("l1", "lookup_order", order_id="42"))
 
-    mock.post("/chat/completions").mock(side_effect=Model(script))
+    llm(script)
     agents = [OpenAIChatAgent("m", name=name, base_url=BASE_URL, api_key="k",
                               instructions=name, tools=[lookup_order, refund])
               for name in ("refunds", "lookups")]
