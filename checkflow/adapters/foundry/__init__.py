@@ -33,6 +33,11 @@ How the protocol maps onto conversations and checkpoints:
   approval (a yes/no request, or an ``ApprovalRequest``), an ``mcp_approval_request`` whose
   ``id`` is the request id; a pause is ``completed``. ``function_call_output`` (JSON first,
   then the text as sent) and ``mcp_approval_response`` items answer calls.
+- Tools: an agent's tool call waiting for approval is an ``mcp_approval_request`` named after
+  the tool (its arguments as JSON), answered by ``mcp_approval_response`` (a
+  ``ToolApproval``); the request's ``function`` tools are the client's own, written to the
+  workflow's shared state (``CLIENT_TOOLS_KEY``) on every turn, and a call of one is a
+  ``function_call`` named after it, answered by ``function_call_output``. Ids are the call ids.
 - ``background: true`` returns ``in_progress`` once the engine accepted the input;
   ``GET ?stream=true&starting_after=N`` follows a running response (``Host.follow``: from
   another process at superstep granularity, without token deltas) or derives an ended one at

@@ -3,7 +3,8 @@
 A request is approval-shaped when its answer is a yes/no (``response_type=bool``, or a stored
 request whose answer schema is ``{"type": "boolean"}``), or when the workflow asks with an
 explicit ``ApprovalRequest`` (answered with a ``bool`` too). Every other pause stays a
-``request_info`` function call. This module must never call the host.
+``request_info`` function call (an agent's tool calls are shown by ``_pending``). This module
+must never call the host.
 """
 
 from __future__ import annotations

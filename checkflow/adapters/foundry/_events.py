@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from checkflow.adapters.foundry._objects import (
+    REQUEST_INFO,
     approval_item,
     function_call_item,
     item_id,
@@ -124,15 +125,17 @@ class EventBuilder:
         """A whole assistant message: opened, one delta with all of ``text``, closed."""
         return [*self.open_message(), self.text_delta(text), *self.close_message()]
 
-    def function_call(self, call_id: str, arguments: str) -> list[Event]:
-        """A ``request_info`` function call: added, its arguments, done."""
+    def function_call(self, call_id: str, arguments: str, name: str = REQUEST_INFO
+                      ) -> list[Event]:
+        """A function call (``request_info``, or a client tool's): added, its arguments,
+        done."""
         self._require_started()
         if self._open is not None:
             raise RuntimeError("a function call while a message is open")
         index = len(self.output)
         id = item_id(self.response_id, index, "fc")
-        opening = function_call_item(id, call_id, "", status="in_progress")
-        item = function_call_item(id, call_id, arguments)
+        opening = function_call_item(id, call_id, "", name=name, status="in_progress")
+        item = function_call_item(id, call_id, arguments, name=name)
         ids = {"item_id": id, "output_index": index}
         events = [
             self._emit("response.output_item.added", output_index=index, item=opening),
@@ -145,13 +148,14 @@ class EventBuilder:
         self.output.append(item)
         return events
 
-    def approval_request(self, request_id: str, arguments: str) -> list[Event]:
+    def approval_request(self, request_id: str, arguments: str, name: str = REQUEST_INFO
+                         ) -> list[Event]:
         """An ``mcp_approval_request`` item: added and done (it has no argument deltas)."""
         self._require_started()
         if self._open is not None:
             raise RuntimeError("an approval request while a message is open")
         index = len(self.output)
-        item = approval_item(request_id, arguments)
+        item = approval_item(request_id, arguments, name=name)
         events = [
             self._emit("response.output_item.added", output_index=index,
                        item=copy.deepcopy(item)),

@@ -90,10 +90,12 @@ def request_arguments(request_id: str, data: Any, response_schema: dict[str, Any
 
 
 def function_call_item(
-    id: str, call_id: str, arguments: str, *, status: str = "completed"
+    id: str, call_id: str, arguments: str, *, name: str = REQUEST_INFO,
+    status: str = "completed",
 ) -> dict[str, Any]:
-    """A ``function_call`` item named ``request_info`` asking the client for a value."""
-    return {"type": "function_call", "id": id, "call_id": call_id, "name": REQUEST_INFO,
+    """A ``function_call`` item asking the client for a value: ``request_info`` for a
+    workflow's request, the tool's own name for a client tool the model called."""
+    return {"type": "function_call", "id": id, "call_id": call_id, "name": name,
             "arguments": arguments, "status": status}
 
 
@@ -101,11 +103,13 @@ SERVER_LABEL = "checkflow"
 """The ``server_label`` of an ``mcp_approval_request``: the workflow asks, not an MCP server."""
 
 
-def approval_item(request_id: str, arguments: str) -> dict[str, Any]:
-    """An ``mcp_approval_request`` item asking to approve request ``request_id``; its ``id``
-    is the request id, which the ``mcp_approval_response`` names as ``approval_request_id``."""
+def approval_item(request_id: str, arguments: str, *, name: str = REQUEST_INFO
+                  ) -> dict[str, Any]:
+    """An ``mcp_approval_request`` item asking to approve request ``request_id`` (``name``:
+    ``request_info``, or the tool a call waits to run); its ``id`` is the request id, which
+    the ``mcp_approval_response`` names as ``approval_request_id``."""
     return {"type": "mcp_approval_request", "id": request_id, "server_label": SERVER_LABEL,
-            "name": REQUEST_INFO, "arguments": arguments}
+            "name": name, "arguments": arguments}
 
 
 def response_object(

@@ -4,9 +4,11 @@
 (its conversation is in the id) to continue, or to branch from when the client asks for it
 (``metadata["checkflow.branch"] = "true"``); ``conversation`` (or the container's session
 hint) names a conversation to advance at its head; an ``Idempotency-Key`` alone names a
-conversation derived from the key; nothing starts a new one. Every refusal that needs stored
-state is raised here, before the host runs anything, so none creates a session or a
-checkpoint. This module must never start a run.
+conversation derived from the key; nothing starts a new one. The client's function tools go
+to a workflow's shared state (``CLIENT_TOOLS_KEY``) with the turn's input, on every turn
+(an empty list when it declared none). Every refusal that needs stored state is raised here,
+before the host runs anything, so none creates a session or a checkpoint. This module must
+never start a run.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from checkflow.adapters.foundry._origin import (
     keyed_conversation,
 )
 from checkflow.adapters.foundry._wire import BRANCH_KEY, CallReply, CreateRequest, InputMessage
-from checkflow.agents import ChatMessage
+from checkflow.agents import CLIENT_TOOLS_KEY, ChatMessage
 from checkflow.hosting import HostDescription, ResumeToken, TurnRecord
 
 __all__ = ["Plan", "Previous", "check_replies", "not_latest", "plan_response"]
@@ -50,10 +52,12 @@ class Plan:
     keyed_by_header: bool = False
     previous: TurnRecord | None = None
     resume_token: ResumeToken | None = None
+    shared_state: dict[str, Any] | None = None
 
     @property
     def responses(self) -> dict[str, Any] | None:
-        """The JSON-parsed replies by request id (``None`` when this turn sends a message)."""
+        """Each reply's first reading by request id (``None`` when this turn sends a
+        message)."""
         if not self.replies:
             return None
         return {call_id: reply.value for call_id, reply in self.replies.items()}
@@ -148,6 +152,11 @@ async def plan_response(
     response records the session it answered in: ``session_hint`` (the container session,
     which selects the conversation when the request names none), else its conversation.
     """
+    if request.client_tools and not description.checkpoints:
+        raise ResponsesError(400, "an agent served on its own takes no client tools (they reach "
+                             "an agent through a workflow's shared state): serve it in a "
+                             "workflow (AgentExecutor), or drop the function tools",
+                             param="tools", code="invalid_value")
     agent = request.agent_reference or agent_reference
     who = _Where(agent, session_hint, container)
     previous = None
@@ -202,10 +211,11 @@ def _plan(request: CreateRequest, description: HostDescription, principal: str |
         metadata=request.metadata, store=request.store, background=request.background,
         input=request.items, agent_reference=who.agent,
         agent_session_id=(who.session or conversation_id) if who.container else None)
+    tools = {CLIENT_TOOLS_KEY: request.client_tools} if description.checkpoints else None
     return Plan(conversation_id=conversation_id, origin=origin, principal=principal,
                 message=_message(request, description),
                 replies={reply.call_id: reply for reply in request.replies},
                 idempotency_key=idempotency_key(request, key_header),
-                keyed_by_header=bool(key_header), **where)
+                keyed_by_header=bool(key_header), shared_state=tools, **where)
 
 

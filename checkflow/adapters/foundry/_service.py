@@ -165,19 +165,21 @@ class ResponsesService:
         """Start the turn (``Host.run`` returns once the engine accepted the input, so a
         refusal is raised here with nothing committed); a retry replays or follows."""
         responses = plan.responses
+        refused: dict[str, InvalidResponseError] = {}  # each call's first refused reading
         while True:
             try:
                 run = await self.host.run(
                     plan.conversation_id, message=plan.message, responses=responses,
                     principal=plan.principal, from_snapshot=plan.from_snapshot,
                     resume_token=plan.resume_token, idempotency_key=plan.idempotency_key,
-                    origin=turn_origin(plan.origin), stream=True)
+                    origin=turn_origin(plan.origin), shared_state=plan.shared_state,
+                    stream=True)
                 break
             except StaleResumeTokenError:  # another turn committed since the plan read it
                 raise not_latest(plan.origin.previous_response_id,
                                  plan.conversation_id) from None
             except InvalidResponseError as exc:
-                responses = await self._retry_as_text(plan, responses, exc)
+                responses = await self._next_reading(plan, responses, exc, refused)
             except TurnInProgressError as exc:
                 return await self._running(plan, exc.turn_id)
             except RequestNotPendingError:
@@ -239,11 +241,13 @@ class ResponsesService:
             f"branch from the response that asked it (metadata {{{BRANCH_KEY!r}: 'true'}})",
             param="input", code="already_answered", headers=_NO_RETRY)
 
-    async def _retry_as_text(self, plan: Plan, responses: dict[str, Any] | None,
-                             exc: InvalidResponseError) -> dict[str, Any]:
-        """JSON first, then the text as sent: a reply whose parsed form was refused is tried
-        once more as its raw string; one that fits neither is a 400 naming its call. A call
-        never pending at the head is a 400, naming the previous response's pending calls."""
+    async def _next_reading(self, plan: Plan, responses: dict[str, Any] | None,
+                            exc: InvalidResponseError,
+                            refused: dict[str, InvalidResponseError]) -> dict[str, Any]:
+        """The replies with the refused one's next reading (JSON, then the text as sent; a
+        yes/no, then a tool approval); one that fits in no reading is a 400 naming its call
+        and saying why its first reading was refused. A call never pending at the head is a
+        400, naming the previous response's pending calls."""
         if exc.reason is None and exc.field is None:  # not pending at the head
             if plan.origin.previous_response_id is not None:
                 await self._why_not_pending(plan)
@@ -251,10 +255,18 @@ class ResponsesService:
             raise ResponsesError(400, f"no pending call {call} in conversation "
                                  f"{plan.conversation_id} ({exc})", param="input",
                                  code="invalid_function_call_output")
-        reply = plan.replies.get(exc.request_id)
-        if responses is not None and reply is not None and isinstance(reply.output, str) \
-                and responses[reply.call_id] is not reply.output:
-            return {**responses, reply.call_id: reply.output}
+        reply = plan.replies.get(exc.request_id or "")
+        if responses is not None and reply is not None:
+            first = refused.setdefault(reply.call_id, exc)
+            tried = next(i for i, value in enumerate(reply.readings)
+                         if value is responses[reply.call_id])
+            if tried + 1 < len(reply.readings):
+                return {**responses, reply.call_id: reply.readings[tried + 1]}
+            what = ("the mcp_approval_response for call" if reply.approval
+                    else "the output for call")
+            raise ResponsesError(400, f"{what} {reply.call_id} does not fit the request: "
+                                 f"{first}", param="input",
+                                 code="invalid_function_call_output") from None
         call = exc.request_id or ", ".join(plan.replies)
         raise ResponsesError(400, f"the output for call {call} does not fit the request: {exc}",
                              param="input", code="invalid_function_call_output") from None

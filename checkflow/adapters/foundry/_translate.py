@@ -5,8 +5,8 @@ events (item ids derive from the response id and output index), which is what le
 background response be replayed through ``Host.subscribe`` with its original numbers.
 Outputs become assistant messages (a string as is, anything else as JSON); agent updates
 stream into one message per executor turn; every request still pending when the run ends
-becomes a ``request_info`` function call whose ``call_id`` is the request id (an approval,
-an ``mcp_approval_request`` whose ``id`` is the request id), listed after
+becomes a function call whose ``call_id`` is the request id, or an ``mcp_approval_request``
+whose ``id`` is the request id (``_pending`` says which, and under what name), listed after
 the outputs (so a stream read live and one derived from the turn's record show the same
 items in the same order). This module must never call the host.
 """
@@ -17,11 +17,10 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from checkflow.adapters.foundry._approval import is_approval
 from checkflow.adapters.foundry._events import Event, EventBuilder
-from checkflow.adapters.foundry._objects import request_arguments
+from checkflow.adapters.foundry._pending import shown_as
 from checkflow.agents import AgentResponse, AgentRunUpdateEvent
-from checkflow.hosting import jsonable, pending_view
+from checkflow.hosting import jsonable
 from checkflow.workflows import (
     OutputEvent,
     PendingRequest,
@@ -48,11 +47,6 @@ def output_text(data: Any) -> str:
     if isinstance(data, AgentResponse):
         return data.text
     return json.dumps(jsonable(data), separators=(",", ":"), ensure_ascii=False)
-
-
-def _arguments(request: PendingRequest) -> str:
-    view = pending_view(request)
-    return request_arguments(request.request_id, view["data"], view["response_schema"])
 
 
 class RunTranslator:
@@ -90,9 +84,11 @@ class RunTranslator:
         if request.request_id in self.asked:
             return []
         self.asked.append(request.request_id)
-        if is_approval(request):
-            return self.builder.approval_request(request.request_id, _arguments(request))
-        return self.builder.function_call(request.request_id, _arguments(request))
+        shown = shown_as(request)
+        if shown.kind == "mcp_approval_request":
+            return self.builder.approval_request(request.request_id, shown.arguments,
+                                                 shown.name)
+        return self.builder.function_call(request.request_id, shown.arguments, shown.name)
 
     def outputs(self, outputs: Iterable[Any]) -> list[Event]:
         """Messages for a finished run's outputs (the blocking path has no events)."""

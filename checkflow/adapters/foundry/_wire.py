@@ -2,9 +2,10 @@
 
 ``CreateResponseBody`` is decoded once from the request; ``parse_request`` turns it into a
 ``CreateRequest`` the routes act on, or raises ``ResponsesError`` naming the offending field.
-Input items are decoded one by one so an error names its place (``input[2].content``).
-Fields of the Responses API that a workflow has no use for (``tools``, ``temperature``, ...)
-are accepted and ignored. This module must never call the host or touch storage.
+Input items are decoded one by one so an error names its place (``input[2].content``); so
+are the ``function`` tools of ``tools``, which become the turn's ``ClientTool``s (other tool
+types, and fields a workflow has no use for such as ``temperature``, are accepted and
+ignored). This module must never call the host or touch storage.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from checkflow.adapters.foundry._errors import ResponsesError, param_from_validation
+from checkflow.agents import ClientTool
 
 __all__ = [
     "BRANCH_KEY",
@@ -74,6 +76,20 @@ class CreateResponseBody(msgspec.Struct, kw_only=True):
     metadata: dict[str, str] | None = None
     agent_reference: AgentReference | None = None
     agent_session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | None = None
+    tools: list[dict[str, Any]] | None = None
+
+
+_ToolName = Annotated[str, msgspec.Meta(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
+
+
+class _FunctionTool(msgspec.Struct, kw_only=True):
+    """A ``function`` tool the client declares (and runs itself when the model calls it)."""
+
+    type: Literal["function"]
+    name: _ToolName
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
 
 
 class _Text(msgspec.Struct, tag_field="type", tag="input_text"):
@@ -125,16 +141,23 @@ class InputMessage:
 
 @dataclass(frozen=True, slots=True)
 class CallReply:
-    """An answer to a ``request_info`` call: the call id and the value as sent.
+    """An answer to a pending call: the call id and the values it can be read as, in turn.
 
-    ``output`` is the string the client sent (for ``function_call_output``) and ``value`` the
-    JSON it parses to, or the string itself when it is not JSON; an ``mcp_approval_response``
-    gives its boolean as both.
+    A ``function_call_output`` is read as the JSON its output parses to, then as the text
+    itself (one reading when it is not JSON); an ``mcp_approval_response`` as its
+    ``approve`` boolean (a yes/no request), then as a tool approval ``{"approved",
+    "reason"}``. The engine refuses a reading that does not fit the request, and the next
+    is tried.
     """
 
     call_id: str
-    output: Any
-    value: Any
+    readings: tuple[Any, ...]
+    approval: bool = False  # an mcp_approval_response
+
+    @property
+    def value(self) -> Any:
+        """The first reading: what the turn is tried with."""
+        return self.readings[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +178,7 @@ class CreateRequest:
     branch: bool = False
     agent_reference: dict[str, Any] | None = None
     agent_session_id: str | None = None
+    client_tools: list[ClientTool] = field(default_factory=list)
 
 
 def _invalid(message: str, param: str | None, code: str = "invalid_value") -> ResponsesError:
@@ -174,11 +198,20 @@ def _joined(content: str | list[_Part]) -> str:
     return content if isinstance(content, str) else "".join(part.text for part in content)
 
 
-def _decode_reply(output: str) -> Any:
+def _output_readings(output: str) -> tuple[Any, ...]:
+    """JSON first, then the text as sent (the text alone when it is not JSON)."""
     try:
-        return msgspec.json.decode(output)
+        return msgspec.json.decode(output), output
     except msgspec.DecodeError:
-        return output
+        return (output,)
+
+
+def _approval_readings(approve: bool, reason: str | None) -> tuple[Any, ...]:
+    """The yes/no first, then the ``ToolApproval`` of a tool call waiting to run."""
+    answer: dict[str, Any] = {"approved": approve}
+    if reason is not None:
+        answer["reason"] = reason
+    return approve, answer
 
 
 def _message_item(message: _Message) -> dict[str, Any]:
@@ -210,13 +243,14 @@ def _items(raw: str | list[dict[str, Any]] | None) -> tuple[
         elif kind == "function_call_output":
             call = _convert(item, _CallOutput, where)
             text = _joined(call.output)
-            replies.append(CallReply(call.call_id, text, _decode_reply(text)))
+            replies.append(CallReply(call.call_id, _output_readings(text)))
             items.append({"type": "function_call_output", "call_id": call.call_id,
                           "output": text, "status": "completed"})
         elif kind == "mcp_approval_response":
             approval = _convert(item, _ApprovalResponse, where)
-            replies.append(CallReply(approval.approval_request_id, approval.approve,
-                                     approval.approve))
+            replies.append(CallReply(approval.approval_request_id,
+                                     _approval_readings(approval.approve, approval.reason),
+                                     approval=True))
             items.append({"type": "mcp_approval_response", "approve": approval.approve,
                           "approval_request_id": approval.approval_request_id,
                           "reason": approval.reason})
@@ -225,6 +259,27 @@ def _items(raw: str | list[dict[str, Any]] | None) -> tuple[
                 f"{where}: items of type {kind!r} are not accepted; send messages, "
                 "function_call_output or mcp_approval_response items", f"{where}.type")
     return messages, replies, items
+
+
+def _client_tools(raw: list[dict[str, Any]] | None) -> list[ClientTool]:
+    """The ``function`` tools of ``tools`` as ``ClientTool``s (other types are ignored);
+    a malformed one, or a name declared twice, is a 400 naming its place."""
+    found: list[ClientTool] = []
+    for index, item in enumerate(raw or ()):
+        where = f"tools[{index}]"
+        if item.get("type") != "function":
+            if not isinstance(item.get("type"), str):
+                raise _invalid(f"{where}: a tool needs a type", f"{where}.type",
+                               "missing_required_parameter")
+            continue
+        tool = _convert(item, _FunctionTool, where)
+        if any(known.name == tool.name for known in found):
+            raise _invalid(f"{where}: function {tool.name!r} is declared twice",
+                           f"{where}.name")
+        found.append(ClientTool(name=tool.name, description=tool.description or "",
+                                **({} if tool.parameters is None
+                                   else {"parameters": tool.parameters})))
+    return found
 
 
 def _check_metadata(metadata: dict[str, str]) -> None:
@@ -295,6 +350,7 @@ def parse_request(body: CreateResponseBody) -> CreateRequest:
         branch=_branch(metadata, body.previous_response_id),
         agent_reference=None if body.agent_reference is None else body.agent_reference.wire(),
         agent_session_id=body.agent_session_id,
+        client_tools=_client_tools(body.tools),
     )
     _check_replies(request)
     return request

@@ -40,14 +40,15 @@ def store_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def start_foundry(store_dir: Path, gates: Any) -> Iterator[Any]:
-    """``start_foundry(*extra, storage=None)`` -> a running server with the Foundry adapter
-    (and the native API), on the test's file storage unless ``storage`` names another; every
-    server is stopped after the test."""
+    """``start_foundry(*extra, storage=None, target=TARGET)`` -> a running server with the
+    Foundry adapter (and the native API), on the test's file storage unless ``storage`` names
+    another; every server is stopped after the test."""
     servers: list[Any] = []
 
-    def start(*extra: str, adapters: str = "native,foundry", storage: str | None = None) -> Any:
+    def start(*extra: str, adapters: str = "native,foundry", storage: str | None = None,
+              target: str = TARGET) -> Any:
         args = ("--adapters", adapters, *extra) if adapters else extra
-        server = Server(TARGET, storage or f"file:{store_dir}", gates.folder, *args)
+        server = Server(target, storage or f"file:{store_dir}", gates.folder, *args)
         servers.append(server)
         return server
 

@@ -21,13 +21,20 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from foundry_client import checked as _checked
+from foundry_client import client as _client
+from foundry_client import create as _create
+from foundry_client import events as _events
+from foundry_client import native as _native
+from foundry_client import refused as _refused
+from foundry_client import retrieve as _retrieve
+from foundry_client import text as _text
+from foundry_client import tree as _tree
 from foundry_schema import (
     assert_well_formed,
     validate_deleted,
-    validate_error,
     validate_event,
     validate_input_items,
-    validate_response,
 )
 from openai import OpenAI
 
@@ -35,31 +42,6 @@ TARGET = "tests.adapters.foundry.foundry_flows:workflow"  # as the conftest serv
 BRANCH = {"checkflow.branch": "true"}  # the explicit branch from an earlier response
 Start = Any  # the start_foundry fixture
 Gates = Any  # the gates fixture
-
-
-def _client(server: Any, api_key: str = "not-used", **headers: str) -> OpenAI:
-    return OpenAI(base_url=server.url, api_key=api_key, max_retries=0, timeout=60,
-                  default_headers=headers or None)
-
-
-def _checked(raw: Any) -> dict[str, Any]:
-    body = raw.http_response.json()
-    validate_response(body)
-    raw.parse()
-    return body
-
-
-def _create(client: OpenAI, **params: Any) -> dict[str, Any]:
-    return _checked(client.responses.with_raw_response.create(**params))
-
-
-def _retrieve(client: OpenAI, response_id: str) -> dict[str, Any]:
-    return _checked(client.responses.with_raw_response.retrieve(response_id))
-
-
-def _text(body: dict[str, Any]) -> str:
-    return "".join(part["text"] for item in body["output"] if item["type"] == "message"
-                   for part in item["content"])
 
 
 def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -72,35 +54,6 @@ def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _reply(call_id: str, output: Any) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": output}
-
-
-def _events(stream: Any) -> list[dict[str, Any]]:
-    events = []
-    for event in stream:
-        wire = event.to_dict(warnings=False)
-        validate_event(wire)
-        events.append(wire)
-    return events
-
-
-def _refused(call: Callable[[], Any], status: int) -> dict[str, Any]:
-    with pytest.raises(openai.APIStatusError) as caught:
-        call()
-    assert caught.value.status_code == status, caught.value.response.text
-    body = caught.value.response.json()
-    validate_error(body)
-    return body["error"]
-
-
-def _native(server: Any, path: str, **headers: str) -> Any:
-    response = httpx.get(f"{server.url}/v1/conversations/{path}", headers=headers, timeout=60)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
 
 
 def _pause(client: OpenAI, topic: str = "cats", **params: Any) -> tuple[dict[str, Any], str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from foundry_schema import assert_well_formed
 
@@ -21,7 +22,11 @@ from checkflow.agents import (
     AgentResponseUpdate,
     AgentRunUpdateEvent,
     ChatMessage,
+    ClientToolCall,
     TextContent,
+    ToolApproval,
+    ToolApprovalRequest,
+    UserInputRequestContent,
 )
 from checkflow.hosting import TurnRecord
 from checkflow.workflows import (
@@ -134,3 +139,30 @@ def test_approval_shaped_requests_are_mcp_approval_requests_and_others_function_
                                                          "details": {"env": "prod"}}
     assert not any(e["type"].startswith("response.function_call_arguments") and
                    e["item_id"] in ("r0", "r2", "r3") for e in events)
+
+
+def _tool_pause(call_id: str, asked: ToolApprovalRequest | ClientToolCall,
+                response_type: object) -> PendingRequest:
+    """A tool call an ``AgentExecutor`` paused on, as it asks (the call id is the request's)."""
+    return PendingRequest(call_id, UserInputRequestContent(call_id, asked), response_type,
+                          "support")
+
+
+def test_tool_pauses_are_named_after_their_tool_with_the_calls_arguments() -> None:
+    approval = _tool_pause("call_1", ToolApprovalRequest(
+        tool_name="refund", call_id="call_1", arguments={"order_id": "1001", "amount": 40.0},
+        description="Refund an order."), ToolApproval)
+    client = _tool_pause("call_2", ClientToolCall(
+        tool_name="confirm_with_user", call_id="call_2", arguments={"question": "ok?"}), Any)
+    events = _run([], {"call_1": approval, "call_2": client, "r3": _ask("r3")})
+    asked, called, other = events[-1]["response"]["output"]
+    assert asked == {"type": "mcp_approval_request", "id": "call_1", "server_label": "checkflow",
+                     "name": "refund", "arguments": '{"order_id":"1001","amount":40.0}'}
+    assert (called["type"], called["call_id"], called["name"]) == (
+        "function_call", "call_2", "confirm_with_user")
+    assert json.loads(called["arguments"]) == {"question": "ok?"}
+    (done,) = [e for e in events if e["type"] == "response.function_call_arguments.done"
+               and e["item_id"] == called["id"]]
+    assert done["name"] == "confirm_with_user"
+    assert other["name"] == "request_info"  # every other pause as before
+    assert json.loads(other["arguments"])["request_id"] == "r3"

@@ -9,6 +9,7 @@ import pytest
 
 from checkflow.adapters.foundry._errors import ResponsesError
 from checkflow.adapters.foundry._wire import CreateResponseBody, parse_request
+from checkflow.agents import ClientTool
 
 
 def _parse(body: dict[str, Any]):
@@ -113,3 +114,40 @@ def test_a_branch_key_with_another_value_or_nothing_to_branch_from_is_refused() 
     error = _refused({"input": "x", "metadata": {"checkflow.branch": "true"}})
     assert error.param == "previous_response_id"
     assert error.code == "missing_required_parameter"
+
+
+def test_function_tools_become_client_tools_and_other_tools_are_ignored() -> None:
+    weather = {"type": "object", "properties": {"city": {"type": "string"}}}
+    request = _parse({"input": "x", "tools": [
+        {"type": "function", "name": "weather", "description": "The weather.",
+         "parameters": weather, "strict": True},
+        {"type": "web_search"},
+        {"type": "function", "name": "ping", "description": None}]})
+    assert request.client_tools == [
+        ClientTool(name="weather", description="The weather.", parameters=weather),
+        ClientTool(name="ping")]
+    assert _parse({"input": "x"}).client_tools == []  # none declared: an empty list
+
+
+@pytest.mark.parametrize(("tools", "param"), [
+    ([{"name": "f"}], "tools[0].type"),
+    ([{"type": "function"}], "tools[0]"),
+    ([{"type": "function", "name": "two words"}], "tools[0].name"),
+    ([{"type": "function", "name": "f", "parameters": []}], "tools[0].parameters"),
+    ([{"type": "function", "name": "f"}, {"type": "function", "name": "f"}], "tools[1].name"),
+])
+def test_a_malformed_function_tool_is_refused_naming_it(tools: list[Any], param: str) -> None:
+    assert _refused({"input": "x", "tools": tools}).param == param
+
+
+def test_an_approval_is_read_as_a_yes_no_then_as_a_tool_approval() -> None:
+    request = _parse({"previous_response_id": "resp_1", "input": [
+        {"type": "mcp_approval_response", "approval_request_id": "c1", "approve": False,
+         "reason": "no"},
+        {"type": "mcp_approval_response", "approval_request_id": "c2", "approve": True},
+        {"type": "function_call_output", "call_id": "c3", "output": "7"},
+        {"type": "function_call_output", "call_id": "c4", "output": "seven"}]})
+    assert [(r.call_id, r.readings, r.approval) for r in request.replies] == [
+        ("c1", (False, {"approved": False, "reason": "no"}), True),
+        ("c2", (True, {"approved": True}), True),
+        ("c3", (7, "7"), False), ("c4", ("seven",), False)]
