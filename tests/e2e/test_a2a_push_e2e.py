@@ -6,7 +6,6 @@ state change whose delivery the receiver refused; the restarted server delivers 
 from __future__ import annotations
 
 import signal
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ pytest.importorskip("a2a")
 from a2a.client import Client
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
+from a2a_wire import message, one_task
 from google.protobuf import json_format
 from push_receiver import Receiver, running_receiver
 
@@ -38,22 +38,6 @@ def receiver() -> Iterator[Receiver]:
         yield receiver
 
 
-def message(text: str | None = None, *, data: Any = None, task_id: str | None = None
-            ) -> a2a_pb2.SendMessageRequest:
-    part = a2a_pb2.Part(text=text) if text is not None else a2a_pb2.Part(
-        data=json_format.ParseDict(data, a2a_pb2.Part().data))
-    out = a2a_pb2.Message(message_id=uuid.uuid4().hex, role=a2a_pb2.ROLE_USER, parts=[part])
-    if task_id:
-        out.task_id = task_id
-    return a2a_pb2.SendMessageRequest(message=out)
-
-
-async def one_task(client: Client, request: a2a_pb2.SendMessageRequest) -> a2a_pb2.Task:
-    (response,) = [r async for r in client.send_message(request)]
-    assert response.HasField("task"), response
-    return response.task
-
-
 def push_config(task_id: str, url: str, config_id: str) -> a2a_pb2.TaskPushNotificationConfig:
     return a2a_pb2.TaskPushNotificationConfig(
         task_id=task_id, id=config_id, url=url, token=f"token-{config_id}",
@@ -64,7 +48,7 @@ async def answer(client: Client, task: a2a_pb2.Task) -> a2a_pb2.Task:
     data = [json_format.MessageToDict(p.data) for p in task.status.message.parts
             if p.WhichOneof("content") == "data"]
     request_id = data[0]["pendingRequests"][0]["requestId"]
-    return await one_task(client, message(data={request_id: True}, task_id=task.id))
+    return await one_task(client, message({request_id: True}, task_id=task.id))
 
 
 async def test_a_refused_delivery_is_delivered_by_the_restarted_server(

@@ -9,7 +9,6 @@ result."""
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,9 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from a2a.client import Client
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
+from a2a_wire import message, one_task
 from google.protobuf import json_format
 
 pytestmark = pytest.mark.slow
@@ -30,21 +29,6 @@ A2A = ("--adapters", "native,a2a")
 INPUT_REQUIRED = a2a_pb2.TASK_STATE_INPUT_REQUIRED
 COMPLETED = a2a_pb2.TASK_STATE_COMPLETED
 REFUND = "Please refund order 1001"
-
-
-def message(value: Any, *, task_id: str | None = None) -> a2a_pb2.SendMessageRequest:
-    part = a2a_pb2.Part(text=value) if isinstance(value, str) else a2a_pb2.Part(
-        data=json_format.ParseDict(value, a2a_pb2.Part().data))
-    out = a2a_pb2.Message(message_id=uuid.uuid4().hex, role=a2a_pb2.ROLE_USER, parts=[part])
-    if task_id:
-        out.task_id = task_id
-    return a2a_pb2.SendMessageRequest(message=out)
-
-
-async def one_task(client: Client, request: a2a_pb2.SendMessageRequest) -> a2a_pb2.Task:
-    (response,) = [r async for r in client.send_message(request)]
-    assert response.HasField("task"), response
-    return response.task
 
 
 def pending_of(status: a2a_pb2.TaskStatus) -> list[dict[str, Any]]:

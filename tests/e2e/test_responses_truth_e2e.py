@@ -28,11 +28,11 @@ import pytest
 from openai import DefaultHttpxClient, OpenAI
 
 from checkflow.adapters.foundry._ids import response_id
+from tests.adapters.foundry.foundry_client import checked, create, retrieve, text
 from tests.adapters.foundry.foundry_schema import (
     assert_well_formed,
     validate_error,
     validate_event,
-    validate_response,
 )
 
 TARGET = "responses_truth_flows:workflow"
@@ -78,25 +78,6 @@ class Attempts:
                                                "response": [self._response]})
         return OpenAI(base_url=server.url, api_key="unused", timeout=CLIENT_TIMEOUT,
                       http_client=http)
-
-
-def _checked(raw: Any) -> dict[str, Any]:
-    body: dict[str, Any] = raw.http_response.json()
-    validate_response(body)
-    return body
-
-
-def _create(client: OpenAI, **params: Any) -> dict[str, Any]:
-    return _checked(client.responses.with_raw_response.create(**params))
-
-
-def _retrieve(client: OpenAI, response_id: str) -> dict[str, Any]:
-    return _checked(client.responses.with_raw_response.retrieve(response_id))
-
-
-def _text(body: dict[str, Any]) -> str:
-    return "".join(part["text"] for item in body["output"] if item["type"] == "message"
-                   for part in item["content"])
 
 
 def _call_id(body: dict[str, Any]) -> str:
@@ -175,7 +156,7 @@ def test_a_reply_that_outlasts_the_client_timeout_runs_once_through_its_retries(
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    paused = _create(client, input="ask:r")
+    paused = create(client, input="ask:r")
     call_id = _call_id(paused)
     head = _native(server, paused["conversation"]["id"])["resume_token"]["snapshot_id"]
 
@@ -192,8 +173,8 @@ def test_a_reply_that_outlasts_the_client_timeout_runs_once_through_its_retries(
     assert done.output_text == "published: r"
     assert _runs(gates, "r") == 1  # the answer ran once
     assert len(_children(server, paused["conversation"]["id"], head)) == 1  # no fork
-    assert _retrieve(client, done.id)["status"] == "completed"
-    again = _create(client, previous_response_id=paused["id"], input=_reply(call_id, "true"))
+    assert retrieve(client, done.id)["status"] == "completed"
+    again = create(client, previous_response_id=paused["id"], input=_reply(call_id, "true"))
     assert again["id"] == done.id and _runs(gates, "r") == 1  # a later retry: replayed
 
 
@@ -214,10 +195,10 @@ def test_a_message_with_an_idempotency_key_runs_once_through_the_client_retries(
     assert {h.get("idempotency-key") for h in attempts.sent} == {"order-7"}
     assert done.output_text == "HOLD:I" and _runs(gates, "i") == 1
     client = _client(server)
-    again = _create(client, input="hold:i", conversation="idem", extra_headers=key)
-    assert again["id"] == done.id and _text(again) == "HOLD:I"
+    again = create(client, input="hold:i", conversation="idem", extra_headers=key)
+    assert again["id"] == done.id and text(again) == "HOLD:I"
     assert _native(server, "idem")["outputs"] == ["HOLD:I"] and _runs(gates, "i") == 1
-    other = _create(client, input="hold:i", conversation="idem",
+    other = create(client, input="hold:i", conversation="idem",
                     extra_headers={"Idempotency-Key": "order-8"})
     assert other["id"] != done.id and _runs(gates, "i") == 2  # another key: another turn
 
@@ -254,7 +235,7 @@ def test_a_streamed_retry_of_a_running_turn_follows_it_to_the_same_response(
         assert_well_formed(streams[name])
         assert streams[name][-1]["type"] == "response.completed", name
     assert streams["retry"][0]["response"]["id"] == streams["first"][0]["response"]["id"]
-    assert _text(streams["retry"][-1]["response"]) == "HOLD:S" and _runs(gates, "s") == 1
+    assert text(streams["retry"][-1]["response"]) == "HOLD:S" and _runs(gates, "s") == 1
 
 
 # -- a late reply is refused; a branch is asked for ------------------------------------------
@@ -266,11 +247,11 @@ def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked
     server = _serve(start_server)
     gates.release("l")
     client = _client(server)
-    paused = _create(client, input="ask:l")
+    paused = create(client, input="ask:l")
     call_id, conversation = _call_id(paused), paused["conversation"]["id"]
     pause = _native(server, conversation)["resume_token"]["snapshot_id"]
-    first = _create(client, previous_response_id=paused["id"], input=_reply(call_id, "true"))
-    assert _text(first) == "published: l"
+    first = create(client, previous_response_id=paused["id"], input=_reply(call_id, "true"))
+    assert text(first) == "published: l"
     head = _native(server, conversation)["resume_token"]
     attempts = Attempts()
     late = attempts.client(server)  # the default retries: a refusal must be final
@@ -282,14 +263,14 @@ def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked
     assert call_id in error["message"] and first["id"] in error["message"]
     assert _native(server, conversation)["resume_token"] == head  # the head did not move
     assert _runs(gates, "l") == 1
-    assert _retrieve(client, first["id"]) == first
+    assert retrieve(client, first["id"]) == first
     assert len(_children(server, conversation, pause)) == 1
-    branch = _create(client, previous_response_id=paused["id"], input=_reply(call_id, "false"),
+    branch = create(client, previous_response_id=paused["id"], input=_reply(call_id, "false"),
                      metadata=BRANCH)
-    assert _text(branch) == "dropped: l" and _runs(gates, "l") == 2
+    assert text(branch) == "dropped: l" and _runs(gates, "l") == 2
     assert branch["conversation"]["id"] == conversation
     assert len(_children(server, conversation, pause)) == 2  # the pause has two lines now
-    assert _retrieve(client, first["id"]) == first  # the other line is still retrievable
+    assert retrieve(client, first["id"]) == first  # the other line is still retrievable
 
 
 def test_another_reply_while_the_first_answer_still_runs_is_refused(
@@ -297,10 +278,10 @@ def test_another_reply_while_the_first_answer_still_runs_is_refused(
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    paused = _create(client, input="ask:w")
+    paused = create(client, input="ask:w")
     call_id = _call_id(paused)
     answered: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: answered.update(body=_create(
+    worker = threading.Thread(target=lambda: answered.update(body=create(
         client, previous_response_id=paused["id"], input=_reply(call_id, "true"))))
     worker.start()
     try:
@@ -311,7 +292,7 @@ def test_another_reply_while_the_first_answer_still_runs_is_refused(
         gates.release("w")
         worker.join(60)
     assert error["code"] == "already_answered" and call_id in error["message"]
-    assert _text(answered["body"]) == "published: w" and _runs(gates, "w") == 1
+    assert text(answered["body"]) == "published: w" and _runs(gates, "w") == 1
     assert answered["body"]["id"] in error["message"]  # the response answering it
 
 
@@ -319,9 +300,9 @@ def test_a_reply_refused_at_the_head_says_why(start_server: Start, gates: Gates)
     server = _serve(start_server)
     gates.release("v")
     client = _client(server)
-    paused = _create(client, input="ask:v", conversation="why")
+    paused = create(client, input="ask:v", conversation="why")
     call_id = _call_id(paused)
-    done = _create(client, conversation="why", input=_reply(call_id, "true"))  # another key
+    done = create(client, conversation="why", input=_reply(call_id, "true"))  # another key
     late = _refused(lambda: client.responses.create(previous_response_id=paused["id"],
                                                     input=_reply(call_id, "true")), 409)
     assert late["code"] == "already_answered" and done["id"] in late["message"]
@@ -341,7 +322,7 @@ def test_a_pause_answered_over_the_native_api_is_answered_for_responses_too(
     server = _serve(start_server)
     gates.release("n")
     client = _client(server)
-    paused = _create(client, input="ask:n")
+    paused = create(client, input="ask:n")
     call_id, conversation = _call_id(paused), paused["conversation"]["id"]
     native = httpx.post(f"{server.url}/v1/conversations/{conversation}/runs",
                         json={"responses": {call_id: False}}, timeout=60)
@@ -351,7 +332,7 @@ def test_a_pause_answered_over_the_native_api_is_answered_for_responses_too(
                                                      input=_reply(call_id, "true")), 409)
     assert error["code"] == "already_answered" and call_id in error["message"]
     assert _native(server, conversation)["resume_token"] == head and _runs(gates, "n") == 1
-    assert _retrieve(client, paused["id"]) == paused  # the pause is still what it was
+    assert retrieve(client, paused["id"]) == paused  # the pause is still what it was
 
 
 def test_a_message_after_a_response_still_running_is_refused(
@@ -359,7 +340,7 @@ def test_a_message_after_a_response_still_running_is_refused(
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    started = _create(client, input="hold:q", background=True)
+    started = create(client, input="hold:q", background=True)
     gates.wait_entered("q")
     try:
         error = _refused(lambda: client.responses.create(previous_response_id=started["id"],
@@ -375,11 +356,11 @@ def test_a_message_continuing_a_response_that_is_no_longer_the_latest_needs_a_br
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    first = _create(client, input="one")
+    first = create(client, input="one")
     conversation = first["conversation"]["id"]
     ended = _native(server, conversation)["resume_token"]["snapshot_id"]
-    second = _create(client, previous_response_id=first["id"], input="two")
-    assert _text(second) == "TWO" and second["conversation"]["id"] == conversation
+    second = create(client, previous_response_id=first["id"], input="two")
+    assert text(second) == "TWO" and second["conversation"]["id"] == conversation
     head = _native(server, conversation)["resume_token"]
     attempts = Attempts()
     error = _refused(lambda: attempts.client(server).responses.create(
@@ -389,8 +370,8 @@ def test_a_message_continuing_a_response_that_is_no_longer_the_latest_needs_a_br
     assert error["param"] == "previous_response_id" and first["id"] in error["message"]
     assert _native(server, conversation)["resume_token"] == head
     assert len(_children(server, conversation, ended)) == 1
-    branch = _create(client, previous_response_id=first["id"], input="three", metadata=BRANCH)
-    assert _text(branch) == "THREE" and branch["conversation"]["id"] == conversation
+    branch = create(client, previous_response_id=first["id"], input="three", metadata=BRANCH)
+    assert text(branch) == "THREE" and branch["conversation"]["id"] == conversation
     assert len(_children(server, conversation, ended)) == 2
 
 
@@ -398,8 +379,8 @@ def test_an_idempotency_key_reused_with_another_input_is_refused(start_server: S
     server = _serve(start_server)
     client = _client(server)
     key = {"Idempotency-Key": "once"}
-    first = _create(client, input="a", extra_headers=key)
-    assert _create(client, input="a", extra_headers=key) == first  # no conversation named:
+    first = create(client, input="a", extra_headers=key)
+    assert create(client, input="a", extra_headers=key) == first  # no conversation named:
     conversation = first["conversation"]["id"]  # the key's own, the same for the retry
     error = _refused(lambda: client.responses.create(input="b", extra_headers=key), 409)
     assert error["code"] == "idempotency_key_reused" and first["id"] in error["message"]
@@ -411,7 +392,7 @@ def test_a_deleted_response_is_gone_but_its_turn_stays_in_the_conversation(
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    body = _create(client, input="x")
+    body = create(client, input="x")
     client.responses.delete(body["id"])
     assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
         "response_not_found"
@@ -431,8 +412,8 @@ def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_e
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    _create(client, input="a", conversation="zombie")
-    started = _create(client, input="hold:k", conversation="zombie", background=True)
+    create(client, input="a", conversation="zombie")
+    started = create(client, input="hold:k", conversation="zombie", background=True)
     assert started["status"] == "in_progress"
     gates.wait_entered("k")
     server.process.send_signal(signal.SIGKILL)
@@ -440,7 +421,7 @@ def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_e
     restarted = _serve(start_server)
     client = _client(restarted, timeout=15)  # a stream that waits on the dead owner fails
     for moment in ("after the restart", "after a new turn"):
-        body = _retrieve(client, started["id"])
+        body = retrieve(client, started["id"])
         assert body["status"] in ("failed", "incomplete"), (moment, body)
         assert body["error"] is not None and "stopped" in body["error"]["message"], moment
         began = time.monotonic()
@@ -449,7 +430,7 @@ def test_a_killed_background_response_is_failed_after_a_restart_and_its_stream_e
         assert_well_formed(events)
         assert events[-1]["response"]["status"] == body["status"], moment
         if moment == "after the restart":
-            assert _text(_create(client, input="b", conversation="zombie")) == "B"
+            assert text(create(client, input="b", conversation="zombie")) == "B"
     assert _native(restarted, "zombie")["outputs"] == ["A", "B"]
     assert _runs(gates, "k") == 1
 
@@ -461,7 +442,7 @@ def test_a_second_process_follows_a_running_response_superstep_by_superstep(
     start_server: Start, gates: Gates,
 ) -> None:
     owner, other = _serve(start_server), _serve(start_server)
-    started = _create(_client(owner), input="steps:f", background=True)
+    started = create(_client(owner), input="steps:f", background=True)
     gates.wait_entered("f")  # "one" is committed; the next superstep is held
     released_by: list[str] = []
 
@@ -486,30 +467,30 @@ def test_a_second_process_follows_a_running_response_superstep_by_superstep(
         release("the end of the test")
     assert released_by == ["the follower seeing 'one'"]  # it saw "one" while the run held
     assert_well_formed(events)
-    assert events[-1]["type"] == "response.completed" and _text(events[-1]["response"]) == \
+    assert events[-1]["type"] == "response.completed" and text(events[-1]["response"]) == \
         "onetwo"
-    assert _retrieve(_client(owner), started["id"]) == events[-1]["response"]
+    assert retrieve(_client(owner), started["id"]) == events[-1]["response"]
 
 
 def test_a_cancel_from_another_process_stops_the_run_within_about_a_second(
     start_server: Start, gates: Gates,
 ) -> None:
     owner, other = _serve(start_server), _serve(start_server)
-    _create(_client(owner), input="a", conversation="cancel-me")
+    create(_client(owner), input="a", conversation="cancel-me")
     head = _native(owner, "cancel-me")["resume_token"]
-    started = _create(_client(owner), input="hold:c", conversation="cancel-me", background=True)
+    started = create(_client(owner), input="hold:c", conversation="cancel-me", background=True)
     gates.wait_entered("c")
     began = time.monotonic()
-    cancelled = _checked(_client(other).responses.with_raw_response.cancel(started["id"]))
+    cancelled = checked(_client(other).responses.with_raw_response.cancel(started["id"]))
     assert cancelled["status"] == "cancelled"
     _wait_for(Path(gates.folder) / "c.cancelled", 20)
     stopped = time.monotonic() - began
     assert stopped < 5, f"the owner stopped the run {stopped:.1f} s after the cancel"  # poll: 1 s
     gates.release("c")
-    assert _retrieve(_client(owner), started["id"])["status"] == "cancelled"
+    assert retrieve(_client(owner), started["id"])["status"] == "cancelled"
     assert _native(owner, "cancel-me")["resume_token"] == head
-    after = _create(_client(owner), input="b", conversation="cancel-me")
-    assert _text(after) == "B" and _native(other, "cancel-me")["outputs"] == ["A", "B"]
+    after = create(_client(owner), input="b", conversation="cancel-me")
+    assert text(after) == "B" and _native(other, "cancel-me")["outputs"] == ["A", "B"]
 
 
 # -- graceful shutdown ---------------------------------------------------------------------
@@ -520,7 +501,7 @@ def test_on_sigterm_a_running_stream_ends_with_a_terminal_event(
 ) -> None:
     server = _serve(start_server, "--shutdown-timeout", "2")
     client = _client(server)
-    _create(client, input="a", conversation="term")
+    create(client, input="a", conversation="term")
     events: list[dict[str, Any]] = []
     broke: list[BaseException] = []
 
@@ -547,7 +528,7 @@ def test_on_sigterm_a_running_stream_ends_with_a_terminal_event(
     assert_well_formed(events)
     response_id = events[0]["response"]["id"]
     restarted = _serve(start_server)
-    body = _retrieve(_client(restarted), response_id)
+    body = retrieve(_client(restarted), response_id)
     assert body["status"] == events[-1]["response"]["status"] != "in_progress"
     assert _native(restarted, "term")["outputs"] == ["A"]  # the last good head
 
@@ -560,12 +541,12 @@ def test_a_native_delete_of_the_conversation_leaves_no_response_behind(
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    body = _create(client, input="x", conversation="gone")
+    body = create(client, input="x", conversation="gone")
     assert httpx.delete(f"{server.url}/v1/conversations/gone", timeout=60).status_code == 204
     assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
         "response_not_found"
-    fresh = _create(client, input="y", conversation="gone")  # the conversation starts afresh
-    assert _text(fresh) == "Y" and _native(server, "gone")["outputs"] == ["Y"]
+    fresh = create(client, input="y", conversation="gone")  # the conversation starts afresh
+    assert text(fresh) == "Y" and _native(server, "gone")["outputs"] == ["Y"]
 
 
 def test_a_native_cancel_of_a_background_response_is_its_cancel(
@@ -573,13 +554,13 @@ def test_a_native_cancel_of_a_background_response_is_its_cancel(
 ) -> None:
     server = _serve(start_server)
     client = _client(server)
-    _create(client, input="a", conversation="stopped")
-    started = _create(client, input="hold:n", conversation="stopped", background=True)
+    create(client, input="a", conversation="stopped")
+    started = create(client, input="hold:n", conversation="stopped", background=True)
     gates.wait_entered("n")
     cancel = httpx.post(f"{server.url}/v1/conversations/stopped/cancel", timeout=60)
     assert cancel.json()["cancelled"] is True
     deadline = time.monotonic() + 60
-    while (body := _retrieve(client, started["id"]))["status"] == "in_progress":
+    while (body := retrieve(client, started["id"]))["status"] == "in_progress":
         assert time.monotonic() < deadline, body
         time.sleep(0.05)  # polling a state change, not waiting for an overlap
     assert body["status"] == "cancelled"

@@ -10,8 +10,13 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from foundry_schema import validate_error, validate_event, validate_response
 from openai import OpenAI
+
+from tests.adapters.foundry.foundry_schema import (
+    validate_error,
+    validate_event,
+    validate_response,
+)
 
 
 def client(server: Any, api_key: str = "not-used", **headers: str) -> OpenAI:
