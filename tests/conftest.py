@@ -7,8 +7,9 @@ import os
 from hypothesis import HealthCheck, settings
 
 # the session-scoped Cosmos DB emulator and per-test containers (tests/cosmos_emulator.py);
-# skips grouped by reason in the summary (tests/skip_summary.py)
-pytest_plugins = ["cosmos_emulator", "skip_summary"]
+# skips grouped by reason in the summary (tests/skip_summary.py); the support sample's refund
+# ledger (tests/support_ledger.py)
+pytest_plugins = ["cosmos_emulator", "skip_summary", "support_ledger"]
 
 # CI: fixed seed, no deadline (a shared 2-core machine has no reliable timing).
 settings.register_profile(

@@ -8,7 +8,6 @@ result."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
 from a2a_wire import message, one_task
 from google.protobuf import json_format
+from support_ledger import paid
 
 pytestmark = pytest.mark.slow
 
@@ -41,18 +41,6 @@ def outputs(task: a2a_pb2.Task) -> list[str]:
     return [p.text for a in task.artifacts for p in a.parts]
 
 
-def ledger_of(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
-
-
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The sample's refund ledger, in the servers' environment (one line per refund paid)."""
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv("CHECKFLOW_SUPPORT_LEDGER", str(path))
-    return path
-
-
 async def test_a_refund_waits_for_approval_and_approving_pays_it_once(
         start_server: Any, connect: Any, ledger: Path) -> None:
     server = start_server(SUPPORT, None, *A2A)
@@ -69,7 +57,7 @@ async def test_a_refund_waits_for_approval_and_approving_pays_it_once(
     done = await one_task(client, message({"approved": True}, task_id=paused.id))
     assert (done.id, done.status.state) == (paused.id, COMPLETED)
     assert outputs(done) == ["Refunded 40.00 on order 1001."]
-    assert [e["call_id"] for e in ledger_of(ledger)] == ["call_1_refund"]
+    assert [e["call_id"] for e in paid(ledger)] == ["call_1_refund"]
 
 
 async def test_a_denial_is_told_to_the_agent(start_server: Any, connect: Any,
@@ -101,7 +89,7 @@ async def test_a_bad_answer_is_refused_and_a_good_one_then_works(
     assert not ledger.exists()
     done = await one_task(client, message({"approved": True}, task_id=paused.id))
     assert outputs(done) == ["Refunded 40.00 on order 1001."]
-    assert len(ledger_of(ledger)) == 1
+    assert len(paid(ledger)) == 1
 
 
 async def test_an_approval_answered_after_a_restart_pays_once(
@@ -117,7 +105,7 @@ async def test_an_approval_answered_after_a_restart_pays_once(
     assert pending_of(read.status) == pending_of(paused.status)
     done = await one_task(client, message({"approved": True}, task_id=paused.id))
     assert outputs(done) == ["Refunded 40.00 on order 1001."]
-    assert [e["call_id"] for e in ledger_of(ledger)] == ["call_1_refund"]
+    assert [e["call_id"] for e in paid(ledger)] == ["call_1_refund"]
 
 
 async def test_a_streamed_pause_and_a_streamed_approval(start_server: Any,

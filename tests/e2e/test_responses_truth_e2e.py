@@ -23,15 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import openai
-import pytest
 from openai import DefaultHttpxClient, OpenAI
 
 from checkflow.adapters.foundry._ids import response_id
-from tests.adapters.foundry.foundry_client import checked, create, retrieve, text
+from tests.adapters.foundry.foundry_client import checked, create, refused, retrieve, text
 from tests.adapters.foundry.foundry_schema import (
     assert_well_formed,
-    validate_error,
     validate_event,
 )
 
@@ -90,15 +87,6 @@ def _call_id(body: dict[str, Any]) -> str:
 
 def _reply(call_id: str, output: str) -> list[dict[str, Any]]:
     return [{"type": "function_call_output", "call_id": call_id, "output": output}]
-
-
-def _refused(call: Callable[[], Any], status: int) -> dict[str, Any]:
-    with pytest.raises(openai.APIStatusError) as caught:
-        call()
-    assert caught.value.status_code == status, caught.value.response.text
-    body = caught.value.response.json()
-    validate_error(body)
-    return dict(body["error"])
 
 
 def _runs(gates: Gates, name: str) -> int:
@@ -255,7 +243,7 @@ def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked
     head = _native(server, conversation)["resume_token"]
     attempts = Attempts()
     late = attempts.client(server)  # the default retries: a refusal must be final
-    error = _refused(lambda: late.responses.create(previous_response_id=paused["id"],
+    error = refused(lambda: late.responses.create(previous_response_id=paused["id"],
                                                    input=_reply(call_id, "false")), 409)
     assert len(attempts.sent) == 1, "the client retried a final refusal"
     assert error["code"] == "already_answered" and error["param"] == "input"
@@ -273,7 +261,7 @@ def test_a_late_reply_to_an_answered_pause_is_refused_and_a_branch_must_be_asked
     assert retrieve(client, first["id"]) == first  # the other line is still retrievable
 
 
-def test_another_reply_while_the_first_answer_still_runs_is_refused(
+def test_another_reply_while_the_first_answer_still_runs_isrefused(
     start_server: Start, gates: Gates,
 ) -> None:
     server = _serve(start_server)
@@ -286,7 +274,7 @@ def test_another_reply_while_the_first_answer_still_runs_is_refused(
     worker.start()
     try:
         gates.wait_entered("w")  # the first answer runs, held
-        error = _refused(lambda: client.responses.create(
+        error = refused(lambda: client.responses.create(
             previous_response_id=paused["id"], input=_reply(call_id, "false")), 409)
     finally:
         gates.release("w")
@@ -303,14 +291,14 @@ def test_a_reply_refused_at_the_head_says_why(start_server: Start, gates: Gates)
     paused = create(client, input="ask:v", conversation="why")
     call_id = _call_id(paused)
     done = create(client, conversation="why", input=_reply(call_id, "true"))  # another key
-    late = _refused(lambda: client.responses.create(previous_response_id=paused["id"],
+    late = refused(lambda: client.responses.create(previous_response_id=paused["id"],
                                                     input=_reply(call_id, "true")), 409)
     assert late["code"] == "already_answered" and done["id"] in late["message"]
     unknown = response_id("why", "0" * 32)  # well formed, but no such turn
-    error = _refused(lambda: client.responses.create(previous_response_id=unknown,
+    error = refused(lambda: client.responses.create(previous_response_id=unknown,
                                                      input=_reply("never-asked", "true")), 400)
     assert error["code"] == "previous_response_not_found" and unknown in error["message"]
-    error = _refused(lambda: client.responses.create(previous_response_id=done["id"],
+    error = refused(lambda: client.responses.create(previous_response_id=done["id"],
                                                      input=_reply("never-asked", "true")), 400)
     assert error["code"] == "invalid_function_call_output" and "never-asked" in error["message"]
     assert _runs(gates, "v") == 1
@@ -328,14 +316,14 @@ def test_a_pause_answered_over_the_native_api_is_answered_for_responses_too(
                         json={"responses": {call_id: False}}, timeout=60)
     assert native.status_code == 200 and native.json()["outputs"] == ["dropped: n"]
     head = _native(server, conversation)["resume_token"]
-    error = _refused(lambda: client.responses.create(previous_response_id=paused["id"],
+    error = refused(lambda: client.responses.create(previous_response_id=paused["id"],
                                                      input=_reply(call_id, "true")), 409)
     assert error["code"] == "already_answered" and call_id in error["message"]
     assert _native(server, conversation)["resume_token"] == head and _runs(gates, "n") == 1
     assert retrieve(client, paused["id"]) == paused  # the pause is still what it was
 
 
-def test_a_message_after_a_response_still_running_is_refused(
+def test_a_message_after_a_response_still_running_isrefused(
     start_server: Start, gates: Gates,
 ) -> None:
     server = _serve(start_server)
@@ -343,7 +331,7 @@ def test_a_message_after_a_response_still_running_is_refused(
     started = create(client, input="hold:q", background=True)
     gates.wait_entered("q")
     try:
-        error = _refused(lambda: client.responses.create(previous_response_id=started["id"],
+        error = refused(lambda: client.responses.create(previous_response_id=started["id"],
                                                          input="next"), 400)
     finally:
         gates.release("q")
@@ -363,7 +351,7 @@ def test_a_message_continuing_a_response_that_is_no_longer_the_latest_needs_a_br
     assert text(second) == "TWO" and second["conversation"]["id"] == conversation
     head = _native(server, conversation)["resume_token"]
     attempts = Attempts()
-    error = _refused(lambda: attempts.client(server).responses.create(
+    error = refused(lambda: attempts.client(server).responses.create(
         previous_response_id=first["id"], input="three"), 409)
     assert len(attempts.sent) == 1, "the client retried a final refusal"
     assert error["code"] == "previous_response_not_latest"
@@ -375,14 +363,14 @@ def test_a_message_continuing_a_response_that_is_no_longer_the_latest_needs_a_br
     assert len(_children(server, conversation, ended)) == 2
 
 
-def test_an_idempotency_key_reused_with_another_input_is_refused(start_server: Start) -> None:
+def test_an_idempotency_key_reused_with_another_input_isrefused(start_server: Start) -> None:
     server = _serve(start_server)
     client = _client(server)
     key = {"Idempotency-Key": "once"}
     first = create(client, input="a", extra_headers=key)
     assert create(client, input="a", extra_headers=key) == first  # no conversation named:
     conversation = first["conversation"]["id"]  # the key's own, the same for the retry
-    error = _refused(lambda: client.responses.create(input="b", extra_headers=key), 409)
+    error = refused(lambda: client.responses.create(input="b", extra_headers=key), 409)
     assert error["code"] == "idempotency_key_reused" and first["id"] in error["message"]
     assert _native(server, conversation)["outputs"] == ["A"]
 
@@ -394,12 +382,12 @@ def test_a_deleted_response_is_gone_but_its_turn_stays_in_the_conversation(
     client = _client(server)
     body = create(client, input="x")
     client.responses.delete(body["id"])
-    assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
+    assert refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
         "response_not_found"
-    error = _refused(lambda: client.responses.create(previous_response_id=body["id"],
+    error = refused(lambda: client.responses.create(previous_response_id=body["id"],
                                                      input="y"), 400)
     assert error["code"] == "previous_response_not_found"
-    assert _refused(lambda: client.responses.delete(body["id"]), 404)["code"] == \
+    assert refused(lambda: client.responses.delete(body["id"]), 404)["code"] == \
         "response_not_found"
     assert _native(server, body["conversation"]["id"])["outputs"] == ["X"]
 
@@ -543,7 +531,7 @@ def test_a_native_delete_of_the_conversation_leaves_no_response_behind(
     client = _client(server)
     body = create(client, input="x", conversation="gone")
     assert httpx.delete(f"{server.url}/v1/conversations/gone", timeout=60).status_code == 204
-    assert _refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
+    assert refused(lambda: client.responses.retrieve(body["id"]), 404)["code"] == \
         "response_not_found"
     fresh = create(client, input="y", conversation="gone")  # the conversation starts afresh
     assert text(fresh) == "Y" and _native(server, "gone")["outputs"] == ["Y"]

@@ -4,30 +4,18 @@ restart, and kills while a tool runs and after its result was committed (marker-
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from support_ledger import paid
 
 Start = Any  # the start_server fixture's callable
 Gates = Any
 
 ASK = {"message": "Please refund order 1001"}
-
-
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv("CHECKFLOW_SUPPORT_LEDGER", str(path))
-    return path
-
-
-def refunds(ledger: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()] if ledger.exists() \
-        else []
 
 
 def approval(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -56,7 +44,7 @@ async def test_an_approval_answered_by_a_restarted_server_refunds_once(
             "Refunded 40.00 on order 1001.")
         again = await http.post(url, json={"responses": {call_id: {"approved": True}}})
         assert again.status_code == 409, again.text  # answered already: nothing runs again
-    assert [r["call_id"] for r in refunds(ledger)] == [call_id]
+    assert [r["call_id"] for r in paid(ledger)] == [call_id]
 
 
 @pytest.mark.parametrize("kill_at", ["refund", "answer"])
@@ -95,4 +83,4 @@ async def test_a_server_killed_around_a_tool_call_resumes_and_refunds_once(
         assert ran == [call_id, call_id]
     else:  # its result was committed: it never ran again
         assert ran == [call_id]
-    assert [r["call_id"] for r in refunds(ledger)] == [call_id]  # paid once either way
+    assert [r["call_id"] for r in paid(ledger)] == [call_id]  # paid once either way

@@ -15,10 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from foundry_client import client, create, events, native, refused, retrieve, text, tree
 from foundry_schema import assert_well_formed
 from openai import OpenAI
+from support_ledger import paid
 
 SUPPORT = "samples.support:workflow"
 REFUND = "Please refund order 1001"
@@ -27,20 +27,6 @@ CONFIRM: dict[str, Any] = {
     "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
                    "required": ["question"]}}
 Start = Any  # the start_foundry fixture
-
-
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The refunds the servers started in this test paid, one JSON line each."""
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv("CHECKFLOW_SUPPORT_LEDGER", str(path))
-    return path
-
-
-def _paid(ledger: Path) -> list[dict[str, Any]]:
-    if not ledger.exists():
-        return []
-    return [json.loads(line) for line in ledger.read_text().splitlines() if line]
 
 
 def _support(start_foundry: Start) -> Any:
@@ -75,15 +61,15 @@ def test_a_refund_waits_for_approval_named_after_its_tool_and_runs_once_approved
     assert json.loads(item["arguments"]) == {"order_id": "1001", "amount": 40.0}
     (pending,) = native(server, paused["conversation"]["id"])["pending_requests"]
     assert pending["request_id"] == item["id"]  # the model's call id, in every protocol
-    assert _paid(ledger) == []
+    assert paid(ledger) == []
     done = create(openai_client, previous_response_id=paused["id"],
                   input=[_approval(item["id"], True)])
     assert text(done) == "Refunded 40.00 on order 1001."
-    assert [p["call_id"] for p in _paid(ledger)] == [item["id"]]
+    assert [p["call_id"] for p in paid(ledger)] == [item["id"]]
     again = create(openai_client, previous_response_id=paused["id"],
                    input=[_approval(item["id"], True)])
     assert again == done  # a retry of the answer replays its response: nothing runs again
-    assert len(_paid(ledger)) == 1
+    assert len(paid(ledger)) == 1
 
 
 def test_a_denial_with_a_reason_tells_the_model_and_refunds_nothing(
@@ -95,7 +81,7 @@ def test_a_denial_with_a_reason_tells_the_model_and_refunds_nothing(
                   input=[_approval(item["id"], False, "the kettle was fine")])
     assert text(done).startswith("I did not refund it.")
     assert "the kettle was fine" in text(done)
-    assert _paid(ledger) == []
+    assert paid(ledger) == []
     page = openai_client.responses.input_items.list(done["id"])
     assert page.data[0].to_dict()["reason"] == "the kettle was fine"
 
@@ -127,7 +113,7 @@ def test_bad_answers_are_400s_naming_what_is_wrong_and_commit_nothing(
         assert {k: v for k, v in after.items() if not k.startswith("sessions/")} == {
             k: v for k, v in before.items() if not k.startswith("sessions/")}
         assert native(server, conversation) == state
-    assert _paid(ledger) == []
+    assert paid(ledger) == []
     done = create(openai_client, previous_response_id=paused["id"],
                   input=[_approval(item["id"], True)])
     assert text(done) == "Refunded 40.00 on order 1001."  # nothing refused was committed
@@ -144,7 +130,7 @@ def test_an_approval_answered_after_a_restart_runs_the_refund_once(
     done = create(openai_client, previous_response_id=paused["id"],
                   input=[_approval(item["id"], True)])
     assert text(done) == "Refunded 40.00 on order 1001."
-    assert [p["call_id"] for p in _paid(ledger)] == [item["id"]]
+    assert [p["call_id"] for p in paid(ledger)] == [item["id"]]
 
 
 def test_a_client_tool_is_called_as_a_function_call_and_its_output_answers_it(
