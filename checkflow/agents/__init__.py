@@ -42,6 +42,7 @@ from checkflow.agents._tool_requests import (
     ToolApprovalRequest,
     tool_request,
 )
+from checkflow.agents._tool_trace import ToolTracer, set_tool_tracer
 from checkflow.agents._tools import Approval, FunctionTool, ToolContext, tool
 from checkflow.agents._types import AgentResponse, AgentResponseUpdate, UsageDetails
 from checkflow.agents._workflow_agent import WorkflowAgent
@@ -83,10 +84,12 @@ __all__ = [
     "ToolApprovalRequest",
     "ToolCallingAgent",
     "ToolContext",
+    "ToolTracer",
     "UsageDetails",
     "UserInputRequestContent",
     "WorkflowAgent",
     "load_session_checkpoint",
+    "set_tool_tracer",
     "store_session_checkpoint",
     "tool",
     "tool_request",

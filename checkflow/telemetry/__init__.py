@@ -17,9 +17,11 @@ with requires_extra("otel", "checkflow.telemetry"):
     from checkflow.telemetry._logs import TraceContextFilter
     from checkflow.telemetry._request import TracingMiddleware, instrument_app
     from checkflow.telemetry._sdk import configure_from_environment
+    from checkflow.telemetry._tools import OpenTelemetryToolTracer
 
 __all__ = [
     "OpenTelemetryInterceptor",
+    "OpenTelemetryToolTracer",
     "TraceContextFilter",
     "TracingMiddleware",
     "configure_from_environment",
