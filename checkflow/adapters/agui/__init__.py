@@ -31,7 +31,15 @@ The rules, which clients can rely on:
   turn's input commit; without it ``state`` is ignored.
 - **Interrupts.** One per pending request: ``id`` = request id, ``reason`` ``input_required``,
   ``responseSchema`` = the response type's JSON Schema, ``message`` from the request data's
-  text, ``metadata.checkflow`` = ``{requestData, sourceExecutorId, resumeToken}``.
+  text, ``metadata.checkflow`` = ``{requestData, sourceExecutorId, resumeToken}``. A tool
+  call's approval or a client's tool is ``reason`` ``tool_call`` with its ``toolCallId``, the
+  call in ``message`` and ``metadata.checkflow.toolCall``, shown as ``TOOL_CALL_*`` first.
+- **Tools.** An agent's streamed calls are ``TOOL_CALL_START/ARGS/END`` (an assistant message
+  whose id is the call id), results of tools run here ``TOOL_CALL_RESULT``. ``tools`` are
+  written as ``ClientTool``s to the shared state (``CLIENT_TOOLS_KEY``, never shown in the
+  state events) with every run's input; a ``tool`` message answers an open client-tool
+  interrupt (``unknown_tool_call`` for a call never made, ``conflicting_answer`` when a
+  ``resume`` entry for it says otherwise).
 - **Reconnect.** A run with no new messages and no ``resume`` follows the turn running now (from
   any process: another one sees committed supersteps, not steps or token deltas) to its end,
   then tells the thread: its snapshot and open interrupts, ``turn_failed`` if its last turn

@@ -2,11 +2,12 @@
 
 This module decides what a request asks of the host: everything about the thread comes from
 the ``Host`` (its lineage, ``Host.turns``; the turn run, replayed or followed), everything
-about the protocol from ``_input`` and ``_events``, and the streams from ``_streams``. The
-``runId`` is the turn's idempotency key. Errors found before the stream opens are HTTP
-statuses with JSON bodies; after it opens they end the stream with ``RUN_ERROR``. This module
-must never load a checkpoint or a session itself, nor import a private hosting module or
-another adapter, and nothing it does writes a record of its own.
+about the protocol from ``_input``, ``_events`` and ``_tools``, and the streams from
+``_streams``. The ``runId`` is the turn's idempotency key; the client's ``tools`` are written
+to the shared state (``CLIENT_TOOLS_KEY``) with every turn's input. Errors found before the
+stream opens are HTTP statuses with JSON bodies; after it opens they end the stream with
+``RUN_ERROR``. This module must never load a checkpoint or a session itself, nor import a
+private hosting module or another adapter, and nothing it does writes a record of its own.
 """
 
 from __future__ import annotations
@@ -21,16 +22,21 @@ from starlette.routing import BaseRoute, Route
 
 from checkflow.adapters.agui._input import (
     ResumeViolation,
+    ToolAnswers,
     chat_messages,
     latest_user_text,
     new_messages,
     options_from,
     resume_responses,
+    resumed_results,
+    tool_answers,
     wire_message,
 )
 from checkflow.adapters.agui._streams import Streams, error_code
 from checkflow.adapters.agui._thread import turn_origin
+from checkflow.adapters.agui._tools import client_tools
 from checkflow.adapters.agui._writes import StateWrites
+from checkflow.agents import CLIENT_TOOLS_KEY
 from checkflow.errors import (
     CheckflowError,
     ConversationBusyError,
@@ -44,6 +50,7 @@ from checkflow.errors import (
 )
 from checkflow.hosting import (
     Host,
+    HostDescription,
     HttpError,
     ReplayedTurn,
     ResumeToken,
@@ -113,6 +120,13 @@ class _Run:
         self.body = body
         self.principal = principal
         self.streams = Streams(host, body.thread_id, body.run_id, principal)
+        self._description: HostDescription | None = None
+
+    async def describe(self) -> HostDescription:
+        """The host's description, asked once per request."""
+        if self._description is None:
+            self._description = await self.host.describe()
+        return self._description
 
     @classmethod
     async def start(cls, host: Host, request: Request, ping_interval: float,
@@ -137,27 +151,30 @@ class _Run:
                     "run_id_reused", f"run {body.run_id!r} already ran on this thread with "
                     f"other input; a new run needs a new runId"))
             return respond(streams.guarded(streams.replay(committed, view)))
-        message = await run._message(fresh)
-        open_ids = set(view.open)
+        open_ids, tools = set(view.open), view.tools
         if options.from_snapshot is not None:
             # a branch answers the requests open at that snapshot; the host checks them there
-            open_ids = {entry.interrupt_id for entry in body.resume or ()}
+            open_ids, tools = {entry.interrupt_id for entry in body.resume or ()}, {}
         try:
+            split = (tool_answers(fresh, tools, view.issued, view.calls)
+                     if options.from_snapshot is None else ToolAnswers(rest=list(fresh)))
+            message = await run._message(split.rest)
             responses = resume_responses(body.resume, open_ids, view.issued,
-                                         has_input=message is not None)
+                                         has_input=message is not None, answered=split.answers)
         except ResumeViolation as violation:
             return respond(streams.refused(violation.code, violation.message))
         if message is None and responses is None:
             return respond(streams.guarded(streams.reconnect(view)))
-        taken = [wire_message(m) for m in fresh]
+        taken = [*(wire_message(m) for m in fresh),
+                 *resumed_results(body.resume, tools, split.answers)]
         token = None if options.resume_token is None else ResumeToken(*options.resume_token)
-        written = await run._writes(writable, options.from_snapshot)
+        shared = await run._shared_state(writable, options.from_snapshot)
         try:
             turn = await host.run(
                 body.thread_id, message=message, responses=responses, principal=run.principal,
                 from_snapshot=options.from_snapshot, resume_token=token, stream=True,
                 idempotency_key=body.run_id, origin=turn_origin(body.run_id, taken),
-                shared_state=written or None,
+                shared_state=shared or None,
             )
         except TurnInProgressError as exc:
             if exc.idempotency_key != body.run_id:
@@ -173,6 +190,16 @@ class _Run:
             return respond(streams.guarded(streams.replay(turn.record, await streams.view())))
         return respond(streams.run(turn, view, taken, branched=options.from_snapshot is not None,
                                    refused=_REFUSED_CODES))
+
+    async def _shared_state(self, writable: StateWrites | None, at: str | None
+                            ) -> dict[str, Any]:
+        """What this turn writes of the shared state with its input: the client's writes,
+        and (a workflow's) the tools the client declared for it, an empty list for none, so
+        a previous run's tools are not offered again."""
+        written = await self._writes(writable, at)
+        if (await self.describe()).checkpoints:  # an agent keeps no shared state
+            written[CLIENT_TOOLS_KEY] = client_tools(self.body.tools)
+        return written
 
     async def _writes(self, writable: StateWrites | None, at: str | None) -> dict[str, Any]:
         """The shared-state keys this run's ``state`` writes (none unless the adapter opted
@@ -194,8 +221,7 @@ class _Run:
         """The workflow ``message`` the new messages make, or ``None`` when nothing is new."""
         if not fresh:
             return None
-        description = await self.host.describe()
-        if description.chat_input:
+        if (await self.describe()).chat_input:
             chat = chat_messages(fresh)
             return chat or None
         return latest_user_text(fresh)

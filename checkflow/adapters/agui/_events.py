@@ -5,6 +5,8 @@
 balanced ``STEP_*`` per superstep, balanced ``TEXT_MESSAGE_*`` triads, the shared state as a
 ``STATE_SNAPSHOT`` first and then as ``STATE_DELTA``s (JSON Patch, ``_delta``) when they are
 smaller, and exactly one terminal event (``RUN_FINISHED`` with its outcome, or ``RUN_ERROR``).
+Tool calls and results an agent streams are ``TOOL_CALL_*`` events (``_tools``), and a call a
+pending request pauses for is shown before the interrupt if the stream has not shown it.
 Every event carries ``timestamp`` (milliseconds since the Unix epoch, what every AG-UI SDK
 sets): the workflow event's own time when it has one, else the translator's clock when the
 event is made. This module must never do I/O, touch a host or know about HTTP.
@@ -39,7 +41,14 @@ from ag_ui.core import (
 )
 
 from checkflow.adapters.agui._delta import state_patch
-from checkflow.agents import AgentResponse, AgentRunUpdateEvent, ChatMessage
+from checkflow.adapters.agui._tools import TOOL_CALL_REASON, ToolCalls, tool_interrupt
+from checkflow.agents import (
+    AgentResponse,
+    AgentRunUpdateEvent,
+    ChatMessage,
+    FunctionCallContent,
+    FunctionResultContent,
+)
 from checkflow.workflows import (
     OutputEvent,
     RunStatus,
@@ -51,7 +60,7 @@ from checkflow.workflows import (
 __all__ = ["INTERRUPT_REASON", "OUTPUT_EVENT_NAME", "RunTranslator", "interrupt_message"]
 
 INTERRUPT_REASON = "input_required"
-"""The AG-UI core reason every checkflow request is reported with (it carries a schema)."""
+"""The AG-UI core reason of a checkflow request that is not a tool call (it carries a schema)."""
 
 OUTPUT_EVENT_NAME = "checkflow:output"
 """The ``CUSTOM`` event name for an output that is not text."""
@@ -59,6 +68,7 @@ OUTPUT_EVENT_NAME = "checkflow:output"
 _TEXT_ROLES = {"assistant", "user", "system"}
 _TRANSLATED = (SuperstepStartedEvent, SuperstepCompletedEvent, AgentRunUpdateEvent, OutputEvent)
 _PROMPT_KEYS = ("message", "question", "prompt", "text")
+_TOOL_CONTENTS = (FunctionCallContent, FunctionResultContent)
 
 
 def interrupt_message(data: Any) -> str | None:
@@ -78,6 +88,8 @@ def now_millis() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _calls(response: AgentResponse) -> bool:
+    return any(isinstance(c, FunctionCallContent) for m in response.messages for c in m.contents)
 
 
 class RunTranslator:
@@ -111,6 +123,7 @@ class RunTranslator:
         self._texts: dict[str, list[str]] = {}
         self._state: Mapping[str, Any] | None = None  # the last state this stream sent
         self._last = 0  # the latest timestamp this stream sent
+        self.tools = ToolCalls(self.messages, to_json)
         self.finished = False
 
     def name_messages(self, new_id: Callable[[], str]) -> None:
@@ -154,7 +167,11 @@ class RunTranslator:
         elif isinstance(event, SuperstepCompletedEvent):
             out = self._close_step()
         elif isinstance(event, AgentRunUpdateEvent):
-            out = self._delta(event.executor_id, event.update.role, event.update.text)
+            update = event.update
+            out = self._delta(event.executor_id, update.role, update.text)
+            if any(isinstance(c, _TOOL_CONTENTS) for c in update.contents):
+                out.extend(self._end(event.executor_id))  # a text the calls follow ends first
+                out.extend(self.tools.contents(update.contents, results=update.role == "tool"))
         else:
             out = self._output(event.executor_id, event.data)
         return self._stamp(out, stamp)
@@ -191,6 +208,8 @@ class RunTranslator:
         unless it lists them already).
         """
         out = self._close_step()
+        if status is RunStatus.AWAITING_RESPONSES:
+            out.extend(self.tools.pending(pending))
         if state is not None:
             out.extend(self.state(state))
         if transcript is not None:
@@ -227,7 +246,9 @@ class RunTranslator:
 
     @staticmethod
     def interrupt(view: Mapping[str, Any], resume_token: Mapping[str, Any] | None) -> Interrupt:
-        """One interrupt for one pending request: id = request id, reason ``input_required``."""
+        """One interrupt for one pending request: id = request id, reason ``input_required``;
+        a tool call's (``view["tool"]``) is reason ``tool_call`` with its ``toolCallId``, a
+        message naming the call, and the call in ``metadata.checkflow.toolCall``."""
         checkflow: dict[str, Any] = {
             "requestData": view.get("data"),
             "sourceExecutorId": view.get("source_executor_id"),
@@ -235,10 +256,17 @@ class RunTranslator:
         if resume_token is not None:
             checkflow["resumeToken"] = dict(resume_token)
         schema = view.get("response_schema")
+        tool = view.get("tool")
+        reason, call_id, message = INTERRUPT_REASON, None, interrupt_message(view.get("data"))
+        if isinstance(tool, Mapping):
+            reason = TOOL_CALL_REASON
+            call_id, message = tool_interrupt(tool)
+            checkflow["toolCall"] = dict(tool)
         return Interrupt(
             id=str(view["request_id"]),
-            reason=INTERRUPT_REASON,
-            message=interrupt_message(view.get("data")),
+            reason=reason,
+            message=message,
+            tool_call_id=call_id,
             response_schema=schema if isinstance(schema, dict) else None,
             metadata={"checkflow": checkflow},
         )
@@ -292,21 +320,24 @@ class RunTranslator:
             return self._whole(executor_id, "assistant", data)
         if isinstance(data, ChatMessage) and data.role in _TEXT_ROLES and data.text:
             return self._whole(executor_id, data.role, data.text)
-        if isinstance(data, AgentResponse) and data.text:
-            if executor_id in self._streamed:  # its deltas already were the message
-                self._streamed.discard(executor_id)
-                return self._end(executor_id)
-            return self._messages(executor_id, data.messages)
+        if isinstance(data, AgentResponse) and (data.text or _calls(data)):
+            streamed = executor_id in self._streamed  # its deltas already were its text
+            self._streamed.discard(executor_id)
+            return self._messages(executor_id, data.messages, text=not streamed)
         out = self._end(executor_id)
         value = {"executorId": executor_id, "data": self._to_json(data)}
         out.append(CustomEvent(name=OUTPUT_EVENT_NAME, value=value))
         return out
 
-    def _messages(self, executor_id: str, messages: Iterable[ChatMessage]) -> list[BaseEvent]:
-        out: list[BaseEvent] = []
+    def _messages(self, executor_id: str, messages: Iterable[ChatMessage], *, text: bool
+                  ) -> list[BaseEvent]:
+        """A response's messages: their text (unless its deltas showed it) and the calls in
+        them this stream has not shown (a call the caller answers, as a plain tool)."""
+        out = self._end(executor_id)
         for message in messages:
-            if message.text and message.role in _TEXT_ROLES:
+            if text and message.text and message.role in _TEXT_ROLES:
                 out.extend(self._whole(executor_id, message.role, message.text))
+            out.extend(self.tools.contents(message.contents, results=message.role == "tool"))
         return out
 
     def _close_step(self) -> list[BaseEvent]:

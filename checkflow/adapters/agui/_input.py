@@ -2,14 +2,16 @@
 
 Pure functions over ``ag_ui.core`` models: the de-duplication of resent history (by message
 id, against the ids on the thread's lineage), the conversion of the new messages to the
-workflow ``message``, the validation of ``resume[]`` against the thread's open interrupts,
-and the ``forwardedProps.checkflow`` options. This module must never do I/O or touch a host.
+workflow ``message``, the tool messages that answer open client-tool interrupts, the
+validation of ``resume[]`` against the thread's open interrupts, and the
+``forwardedProps.checkflow`` options. This module must never do I/O or touch a host.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
@@ -22,17 +24,21 @@ from ag_ui.core import (
     UserMessage,
 )
 
-from checkflow.agents import ChatMessage, FunctionResultContent
+from checkflow.adapters.agui._tools import CLIENT, result_message, result_text
+from checkflow.agents import ChatMessage, Content, FunctionCallContent, FunctionResultContent
 from checkflow.workflows import RequestCancelled
 
 __all__ = [
     "CheckflowOptions",
     "ResumeViolation",
+    "ToolAnswers",
     "chat_messages",
     "latest_user_text",
     "new_messages",
     "options_from",
     "resume_responses",
+    "resumed_results",
+    "tool_answers",
     "wire_message",
 ]
 
@@ -88,8 +94,10 @@ def latest_user_text(messages: Sequence[Message]) -> str | None:
 def chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
     """The messages as ``ChatMessage``s; roles checkflow has no counterpart for are skipped.
 
-    ``developer`` becomes ``system``; a tool message becomes a ``tool`` message holding a
-    ``FunctionResultContent`` for its ``toolCallId``; activity and reasoning are dropped.
+    ``developer`` becomes ``system``; an assistant's ``toolCalls`` become
+    ``FunctionCallContent``s (arguments that are not a JSON object become ``{}``); a tool
+    message becomes a ``tool`` message holding a ``FunctionResultContent`` for its
+    ``toolCallId``; activity and reasoning are dropped.
     """
     result: list[ChatMessage] = []
     for message in messages:
@@ -98,11 +106,81 @@ def chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
         elif isinstance(message, SystemMessage | DeveloperMessage):
             result.append(ChatMessage("system", message.content))
         elif isinstance(message, AssistantMessage):
-            result.append(ChatMessage("assistant", message.content or ""))
+            contents: list[Content] = []
+            if message.content or not message.tool_calls:
+                contents.extend(ChatMessage("assistant", message.content or "").contents)
+            contents.extend(FunctionCallContent(c.id, c.function.name,
+                                                _arguments(c.function.arguments))
+                            for c in message.tool_calls or ())
+            result.append(ChatMessage("assistant", contents))
         elif isinstance(message, ToolMessage):
             content = FunctionResultContent(message.tool_call_id, _text(message.content))
             result.append(ChatMessage("tool", content))
     return result
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnswers:
+    """The new messages split: the tool messages that answer open client-tool interrupts
+    (``answers``: call id -> the message's text), and the rest (``rest``: the input)."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    rest: list[Message] = field(default_factory=list)
+
+
+def tool_answers(fresh: Sequence[Message], tools: Mapping[str, str], issued: Collection[str],
+                 calls: Collection[str]) -> ToolAnswers:
+    """Which new ``tool`` messages answer an open client-tool interrupt (``tools``: open
+    request id -> ``approval``/``client``); the others stay input.
+
+    Raises ``ResumeViolation``: ``duplicate_interrupt`` for two answers to one call,
+    ``already_resolved`` for a call whose interrupt this thread issued and closed, and
+    ``unknown_tool_call`` for a call neither the thread (``calls``) nor an assistant message
+    among the new ones made.
+    """
+    made = set(calls) | {c.id for m in fresh if isinstance(m, AssistantMessage)
+                         for c in m.tool_calls or ()}
+    split = ToolAnswers()
+    for message in fresh:
+        if not isinstance(message, ToolMessage):
+            split.rest.append(message)
+            continue
+        call_id = message.tool_call_id
+        if tools.get(call_id) == CLIENT:
+            if call_id in split.answers:
+                raise ResumeViolation("duplicate_interrupt",
+                                      f"two tool messages answer tool call {call_id!r}")
+            split.answers[call_id] = _text(message.content)
+        elif call_id in issued and call_id not in tools:
+            raise ResumeViolation(
+                "already_resolved",
+                f"tool call {call_id!r} was already answered; tool message {message.id!r} "
+                f"comes too late")
+        elif call_id in made or call_id in tools:
+            split.rest.append(message)
+        else:
+            raise ResumeViolation(
+                "unknown_tool_call",
+                f"tool message {message.id!r} answers tool call {call_id!r}, which this "
+                f"thread never made")
+    return split
+
+
+def resumed_results(entries: Sequence[ResumeEntry] | None, tools: Mapping[str, str],
+                    answered: Collection[str]) -> list[dict[str, Any]]:
+    """The tool messages a ``resume[]`` that answers client tools stands for (recorded with
+    the turn, so the transcript holds each result as if the client had sent it)."""
+    return [result_message(e.interrupt_id, result_text(e.payload)) for e in entries or ()
+            if tools.get(e.interrupt_id) == CLIENT and e.status == "resolved"
+            and e.interrupt_id not in answered]
 
 
 def wire_message(message: Message) -> dict[str, Any]:
@@ -117,17 +195,21 @@ def resume_responses(
     issued_ids: Collection[str],
     *,
     has_input: bool,
+    answered: Mapping[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """The host ``responses`` a run's ``resume[]`` gives, or ``None`` for no resume.
+    """The host ``responses`` a run's ``resume[]`` (and the tool messages that answer client
+    tools, ``answered``) give, or ``None`` for no resume.
 
     Raises ``ResumeViolation`` for each breach of the contract, checked in this order:
     an id given twice (``duplicate_interrupt``), an id that is not open (``already_resolved``
-    when this thread once issued it, else ``unknown_interrupt``), an open interrupt left
-    uncovered (``resume_incomplete``), new input alongside a resume (``input_with_resume``),
-    and new input with interrupts open but no resume (``resume_required``).
-    ``status: "cancelled"`` answers with ``RequestCancelled()``.
+    when this thread once issued it, else ``unknown_interrupt``), an entry for a call a tool
+    message answers that says otherwise (``conflicting_answer``: cancelled, or another
+    payload), an open interrupt left uncovered (``resume_incomplete``), new input alongside a
+    resume (``input_with_resume``), and new input with interrupts open but no resume
+    (``resume_required``). ``status: "cancelled"`` answers with ``RequestCancelled()``.
     """
-    if not entries:
+    answered = answered or {}
+    if not entries and not answered:
         if open_ids and has_input:
             listed = ", ".join(sorted(open_ids))
             raise ResumeViolation(
@@ -135,10 +217,11 @@ def resume_responses(
                 f"the thread has open interrupts ({listed}); the run must carry resume[]",
             )
         return None
-    responses: dict[str, Any] = {}
-    for entry in entries:
+    responses: dict[str, Any] = dict(answered)
+    given: set[str] = set()
+    for entry in entries or ():
         interrupt_id = entry.interrupt_id
-        if interrupt_id in responses:
+        if interrupt_id in given:
             raise ResumeViolation(
                 "duplicate_interrupt", f"resume[] answers interrupt {interrupt_id!r} twice"
             )
@@ -151,6 +234,16 @@ def resume_responses(
             raise ResumeViolation(
                 "unknown_interrupt", f"interrupt {interrupt_id!r} is not open on this thread"
             )
+        given.add(interrupt_id)
+        if interrupt_id in answered:
+            payload = entry.payload
+            if entry.status == "cancelled" or (payload is not None
+                                               and payload != answered[interrupt_id]):
+                raise ResumeViolation(
+                    "conflicting_answer",
+                    f"interrupt {interrupt_id!r} is answered by a tool message and by a "
+                    f"resume entry that says otherwise; send one answer")
+            continue
         responses[interrupt_id] = (
             RequestCancelled() if entry.status == "cancelled" else entry.payload
         )

@@ -4,8 +4,10 @@ Each is ``RUN_STARTED`` ... one terminal event, and every ending is rendered fro
 says after the turn: the turn's result, or the lineage (``Host.turns``) and the turn's record
 (``Host.find_turn``). The shared state is read from the snapshots the turn commits (each
 ``SnapshotCommittedEvent`` carries its own), decoded only when its bytes changed, and sent as
-the translator decides (a snapshot first, deltas after). Nothing is written here. This module
-must never load a checkpoint or a session itself, nor import a private hosting module.
+the translator decides (a snapshot first, deltas after), without checkflow's own
+``CLIENT_TOOLS_KEY`` (the client's tools are its input, not state it shows). Nothing is
+written here. This module must never load a checkpoint or a session itself, nor import a
+private hosting module.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from ag_ui.core import BaseEvent
 
 from checkflow.adapters.agui._events import RunTranslator
 from checkflow.adapters.agui._thread import ThreadView, message_ids
+from checkflow.adapters.agui._tools import request_views
+from checkflow.agents import CLIENT_TOOLS_KEY
 from checkflow.checkpoints import Checkpoint, CheckpointSnapshot
 from checkflow.errors import (
     CheckflowError,
@@ -33,11 +37,9 @@ from checkflow.hosting import (
     TurnRecord,
     describe_error,
     jsonable,
-    pending_view,
 )
 from checkflow.workflows import (
     OutputEvent,
-    PendingRequest,
     RunStatus,
     SnapshotCommittedEvent,
     WorkflowEvent,
@@ -98,12 +100,15 @@ def _snapshot_at(checkpoint: Checkpoint | None, token: ResumeToken | None
 
 
 def _state_json(snapshot: CheckpointSnapshot) -> dict[str, Any] | None:
-    """The shared state at ``snapshot`` as JSON (``None`` when it cannot be read)."""
+    """The shared state at ``snapshot`` as JSON, without ``CLIENT_TOOLS_KEY`` (``None`` when
+    it cannot be read)."""
     try:
-        shared = jsonable(inspect_shared_state(snapshot))
+        shared = inspect_shared_state(snapshot)
     except CheckflowError:
         return None
-    return shared if isinstance(shared, dict) else None
+    shared.pop(CLIENT_TOOLS_KEY, None)
+    state = jsonable(shared)
+    return state if isinstance(state, dict) else None
 
 
 class Streams:
@@ -207,6 +212,8 @@ class Streams:
         """A turn run for this request: its events, then its outcome."""
         yield _frames([self.translator.started()])
         self.translator.name_messages(message_ids(turn.turn_id))
+        self.translator.tools.answered(  # the client's tool messages hold those results
+            str(m["toolCallId"]) for m in taken if m.get("role") == "tool")
         completed = False
         try:
             async for event in turn:
@@ -234,7 +241,7 @@ class Streams:
         else:
             transcript = [*view.transcript, *(dict(m) for m in taken)]
         yield _frames(self.translator.finish(
-            result.status, pending=_views(result.pending_requests.values()),
+            result.status, pending=request_views(result.pending_requests.values()),
             resume_token=_token_view(result.resume_token), transcript=transcript,
             state=self._state_at(checkpoint, result.resume_token),
         ))
@@ -324,9 +331,5 @@ class Streams:
             if checkpoint_id is not None and record.last_snapshot_id is not None:
                 token = ResumeToken(checkpoint_id, record.last_snapshot_id)
         return self.translator.finish(
-            status, pending=_views(pending), resume_token=_token_view(token),
+            status, pending=request_views(pending), resume_token=_token_view(token),
             transcript=view.transcript, state=shared)
-
-
-def _views(pending: Iterable[PendingRequest]) -> list[dict[str, Any]]:
-    return [pending_view(p) for p in pending]

@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from checkflow.agents import CLIENT_TOOLS_KEY
 from checkflow.errors import SharedStateWriteError
 from checkflow.state import is_registered
 
@@ -41,7 +42,8 @@ class StateWrites:
     reads with ``ctx.get_state``, so each class in it must be one the state codec stores
     (builtins, or registered with ``checkflow.state.register_state_type``). Raises
     ``ValueError`` naming a key that is not a string, whose type msgspec cannot decode, or
-    that holds a class the codec would refuse at the commit.
+    that holds a class the codec would refuse at the commit, and for ``CLIENT_TOOLS_KEY``
+    (the adapter writes it from ``RunAgentInput.tools``).
     """
 
     def __init__(self, writable: Mapping[str, Any]) -> None:
@@ -50,6 +52,9 @@ class StateWrites:
             if not isinstance(key, str) or not key:
                 raise ValueError(f"a writable shared-state key must be a non-empty string, "
                                  f"not {key!r}")
+            if key == CLIENT_TOOLS_KEY:
+                raise ValueError(f"{key!r} is not writable: the adapter writes it from the "
+                                 "run's tools")
             try:
                 self._decoders[key] = msgspec.json.Decoder(tp)
             except TypeError as exc:

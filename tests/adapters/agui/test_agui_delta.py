@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from checkflow.adapters.agui import AGUIAdapter
 from checkflow.adapters.agui._delta import state_patch
 from checkflow.adapters.agui._events import RunTranslator
+from checkflow.agents import CLIENT_TOOLS_KEY
 from checkflow.hosting import WorkflowHost, create_app, jsonable
 from checkflow.workflows import inspect_shared_state
 from tests.e2e.agui_flows import growing
@@ -111,12 +112,15 @@ def _state_kinds(events: list[dict[str, Any]]) -> list[str]:
 
 
 async def _committed_states(host: WorkflowHost, thread: str, turn: int) -> list[Any]:
-    """The shared state of each snapshot turn ``turn`` (0-based) committed, as JSON."""
+    """The shared state of each snapshot turn ``turn`` (0-based) committed, as JSON, as AG-UI
+    shows it (without the client's tools, which the adapter writes with each turn)."""
     checkpoint, _ = await host.get_checkpoint(thread)
     record = (await host.turns(thread))[turn]
     states, snapshot = [], checkpoint.get_snapshot(record.last_snapshot_id)
     while True:
-        states.append(jsonable(inspect_shared_state(snapshot)))
+        shared = inspect_shared_state(snapshot)
+        shared.pop(CLIENT_TOOLS_KEY, None)
+        states.append(jsonable(shared))
         if snapshot.snapshot_id == record.first_snapshot_id:
             break
         snapshot = checkpoint.get_snapshot(snapshot.parent_snapshot_id)

@@ -16,7 +16,7 @@ import pytest
 
 from checkflow.adapters.agui import AGUIAdapter
 from checkflow.adapters.agui._writes import StateWrites
-from checkflow.agents import ScriptedAgent
+from checkflow.agents import CLIENT_TOOLS_KEY, ClientTool, ScriptedAgent
 from checkflow.errors import SharedStateWriteError
 from checkflow.hosting import AgentHost, WorkflowHost, create_app
 from checkflow.workflows import inspect_snapshot
@@ -87,7 +87,8 @@ async def test_the_write_is_in_the_turns_first_commit(host: WorkflowHost,
     checkpoint, _ = await host.get_checkpoint("t")
     first = checkpoint.snapshots[0]
     assert first.metadata["boundary"] == "input_accepted"
-    assert inspect_snapshot(first).shared_state == {"theme": "dark"}
+    # the client's tools (none here) are written with it, in the same commit
+    assert inspect_snapshot(first).shared_state == {"theme": "dark", CLIENT_TOOLS_KEY: []}
 
 
 async def test_the_echoed_snapshot_changes_nothing_and_is_accepted(
@@ -178,6 +179,37 @@ async def test_an_agent_host_keeps_no_shared_state_to_write() -> None:
         assert response.json()["error"]["key"] == "theme"
         ok = await _events(client, _input("t", [_user("hi")], state={}))
     assert _said(ok) == ["hello"]
+
+
+# -- the client's tools ----------------------------------------------------------------------
+
+CONFIRM = {"name": "confirm", "description": "Ask the user.",
+           "parameters": {"type": "object", "properties": {"question": {"type": "string"}}}}
+
+
+async def test_each_run_writes_its_tools_and_the_state_a_client_sees_never_shows_them(
+    host: WorkflowHost, client: httpx.AsyncClient
+) -> None:
+    declared = await _events(client, _input("t", [_user("hi")], tools=[CONFIRM]))
+    assert (await _head_state(host, "t"))[CLIENT_TOOLS_KEY] == [
+        ClientTool(name="confirm", description="Ask the user.",
+                   parameters=CONFIRM["parameters"])]
+    none = await _events(client, _input("t", [_user("again")]))
+    assert (await _head_state(host, "t"))[CLIENT_TOOLS_KEY] == []  # not offered again
+    for events in (declared, none):
+        assert all(CLIENT_TOOLS_KEY not in state for state in followed_states(events))
+    refused = await client.post("/agui", json=_input(  # not a key a client may write
+        "t", [_user("three")], state={CLIENT_TOOLS_KEY: [CONFIRM]}))
+    assert refused.status_code == 422 and refused.json()["error"]["key"] == CLIENT_TOOLS_KEY
+
+
+async def test_an_agent_host_is_offered_no_tools_and_runs_as_before() -> None:
+    host = AgentHost(ScriptedAgent("bot", ["hello"]))
+    app = create_app(host, adapters=[AGUIAdapter()])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://test") as client:
+        events = await _events(client, _input("t", [_user("hi")], tools=[CONFIRM]))
+    assert _said(events) == ["hello"] and events[-1]["outcome"] == {"type": "success"}
 
 
 # -- the write goes back with its turn ------------------------------------------------------

@@ -129,14 +129,22 @@ async function waitForFile(path, seconds = 30) {
 // agent's open interrupts with `answers`; or a raw resume[] array), `forwardedProps`, and
 // `started` (a file written once RUN_STARTED arrives, so a test knows the stream is open),
 // `text` (a file written at each TEXT_MESSAGE_CONTENT, holding its delta), `state` (the
-// agent's state to send: `agent.setState`, replacing its copy; `patch` merges keys into it).
+// agent's state to send: `agent.setState`, replacing its copy; `patch` merges keys into it),
+// `tools` (the run's declared tools), `tool` (append a tool message {content, toolCallId?,
+// id?}; the call defaults to the first pending interrupt's toolCallId).
 async function step(agent, spec) {
   if (spec.messages) agent.setMessages(spec.messages);
   if (spec.add) agent.addMessage({ ...userMessage(spec.add.text), ...(spec.add.id && { id: spec.add.id }) });
+  if (spec.tool) {
+    const toolCallId = spec.tool.toolCallId ?? agent.pendingInterrupts[0]?.toolCallId;
+    agent.addMessage({ id: spec.tool.id ?? randomUUID(), role: "tool", toolCallId,
+                       content: spec.tool.content });
+  }
   if (spec.pending) agent.pendingInterrupts = spec.pending;
   if (spec.state) agent.setState(spec.state);
   if (spec.patch) agent.setState({ ...agent.state, ...spec.patch });
   const parameters = {};
+  if (spec.tools) parameters.tools = spec.tools;
   if (spec.runId) parameters.runId = spec.runId;
   if (spec.forwardedProps) parameters.forwardedProps = spec.forwardedProps;
   if (spec.resume === "pending") parameters.resume = answersFor(agent, spec.answers ?? []);
