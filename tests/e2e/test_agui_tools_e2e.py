@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support_ledger import paid
 
 from tests.e2e.test_agui_e2e import assert_well_formed, drive, native
 
@@ -29,16 +30,9 @@ CONFIRM = {"name": "confirm_with_user", "description": "Ask the user to confirm 
 ASK_CLIENT = {"add": {"text": "please call confirm_with_user"}, "tools": [CONFIRM]}
 
 
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv("CHECKFLOW_SUPPORT_LEDGER", str(path))  # the servers inherit it
-    return path
-
-
-def paid(ledger: Path) -> list[str]:
-    return [json.loads(line)["call_id"] for line in ledger.read_text().splitlines()] \
-        if ledger.exists() else []
+def paid_calls(ledger: Path) -> list[str]:
+    """The call ids of the refunds paid (the ``ledger`` fixture: ``support_ledger``)."""
+    return [entry["call_id"] for entry in paid(ledger)]
 
 
 def serve(start_server: Any, storage: str | None = None) -> Any:
@@ -106,7 +100,7 @@ def test_an_approved_refund_runs_once_and_its_result_is_streamed(
     assert json.loads(tail[1]["content"]) == {"order_id": "1001", "refunded": 40.0}
     assert result["pendingInterrupts"] == [] and result["errors"] == []
     assert all(run["warnings"] == [] for run in result["runs"])
-    assert paid(ledger) == [call_id]
+    assert paid_calls(ledger) == [call_id]
 
 
 def test_a_denied_refund_is_told_to_the_model_and_never_runs(
@@ -119,7 +113,7 @@ def test_a_denied_refund_is_told_to_the_model_and_never_runs(
     assert result["runs"][1]["outcome"] == {"type": "success"}
     assert texts(result)[-1] == (
         "I did not refund it. (The user denied this call: not eligible. It did not run.)")
-    assert paid(ledger) == []
+    assert paid_calls(ledger) == []
 
 
 def test_a_bad_approval_is_a_run_error_and_the_interrupt_stays_answerable(
@@ -142,7 +136,7 @@ def test_a_bad_approval_is_a_run_error_and_the_interrupt_stays_answerable(
         assert [i["id"] for i in run["pendingInterrupts"]] == [call_id]  # still open
     assert approved["outcome"] == {"type": "success"}
     assert texts(result)[-1] == "Refunded 12.50 on order 1001."
-    assert paid(ledger) == [call_id]
+    assert paid_calls(ledger) == [call_id]
 
 
 def test_a_restarted_server_shows_the_pause_and_takes_the_approval(
@@ -163,7 +157,7 @@ def test_a_restarted_server_shows_the_pause_and_takes_the_approval(
     assert approved["outcome"] == {"type": "success"}
     assert texts(result)[-1] == "Refunded 40.00 on order 1001."
     assert native(second.url, result["threadId"])["status"] == "idle"
-    assert paid(ledger) == [call_id]
+    assert paid_calls(ledger) == [call_id]
 
 
 @pytest.mark.parametrize("answer", ["message+resume", "message", "resume"])
