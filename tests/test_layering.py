@@ -33,10 +33,12 @@ ALLOWED: dict[str, set[str]] = {
     "hosting": {"agents", "workflows", "storage", "checkpoints", "sessions", "state", *_BASE},
     "adapters": {"hosting", "agents", "workflows", "checkpoints", "sessions", "state", "errors",
                  "_extras"},
+    "inspector": {"hosting", "workflows", "checkpoints", "sessions", "state", "errors",
+                  "_extras"},
     "migrate": {"storage", "checkpoints", "state", *_BASE},
     "telemetry": {"hosting", "agents", "workflows", "checkpoints", "state", "errors", "_extras",
                   "_version"},
-    "cli": {"adapters", "telemetry", "migrate", "hosting", "agents", "workflows", "storage",
+    "cli": {"adapters", "telemetry", "inspector", "migrate", "hosting", "agents", "workflows", "storage",
             "checkpoints", "sessions", "state", *_BASE, "_version"},
     "__main__": {"cli"},
 }

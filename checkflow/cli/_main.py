@@ -23,6 +23,7 @@ from checkflow._extras import requires_extra
 from checkflow._version import __version__
 from checkflow.cli._checkpoints import add_checkpoint_commands, run_checkpoints
 from checkflow.cli._conversations import add_conversation_commands, run_conversations
+from checkflow.cli._inspector import add_inspect_command
 from checkflow.cli._migrate import COMMAND as MIGRATE
 from checkflow.cli._migrate import add_migrate_parser, run_migrate
 from checkflow.cli._serve_options import ENVIRONMENT, add_serve_options, serve_options
@@ -93,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--authenticate", metavar="MODULE:FUNC",
                        help="authenticate(request) -> principal | None")
     add_serve_options(serve)
+    add_inspect_command(commands, default_storage, storage_help)
     add_checkpoint_commands(commands, add_storage)
     add_conversation_commands(commands, add_storage)
     add_migrate_parser(commands)
@@ -128,6 +130,10 @@ def _run(args: argparse.Namespace) -> int:
             from checkflow.cli._serve import run_serve  # needs uvicorn: only serve pays
         run_serve(args.target, options)
         return 0
+    if args.command == "inspect":
+        with requires_extra("hosting", "inspect"):
+            from checkflow.cli._inspector import run_inspect  # needs uvicorn, as serve
+        return run_inspect(args)
     if args.command == MIGRATE:
         return asyncio.run(run_migrate(args))
     return asyncio.run(_inspect(args))

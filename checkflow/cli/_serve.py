@@ -178,6 +178,13 @@ async def _serve(target: str, options: ServeOptions, interceptors: list[Intercep
 
         adapter_objects = [a for a in adapter_objects if not isinstance(a, FoundryAdapter)]
         adapter_objects.append(FoundryAdapter(container=True))
+    if options.inspector and isinstance(obj, Agent):
+        raise ValueError("--inspector shows workflow checkpoints, and an agent host keeps "
+                         "none: serve a workflow that runs the agent instead")
+    if options.inspector:  # its pages write through the native API: without it, read-only
+        from checkflow.inspector import InspectorAdapter
+
+        adapter_objects.append(InspectorAdapter(writable="native" in options.adapters))
     async with open_storage(options.storage) as stores:
         hosted: Host
         if isinstance(obj, Agent):

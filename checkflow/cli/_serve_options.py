@@ -59,6 +59,7 @@ class ServeOptions:
     logs: LogSettings = field(default_factory=LogSettings)
     otel: bool = False
     loop: str = "auto"
+    inspector: bool = False
 
 
 def _positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
@@ -79,6 +80,10 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--public-url", metavar="URL",
                        help="the base URL clients reach this server at (the A2A agent card's "
                             "interface URLs; default: taken from each request's Host)")
+    serve.add_argument("--inspector", action="store_true",
+                       help="serve the inspector at /inspector (every conversation, its "
+                            "snapshot tree, state and diffs, answering and branching in a "
+                            "browser) and the API reference at /docs")
     serve.add_argument("--otel", action="store_true",
                        help="trace and measure with OpenTelemetry, exporting over OTLP/HTTP "
                             "as the OTEL_* environment variables say (extra: otel)")
@@ -166,4 +171,5 @@ def serve_options(args: argparse.Namespace, env: Mapping[str, str] | None = None
         min_body_rate=args.min_body_rate, max_json_depth=args.max_json_depth,
         max_record_bytes=args.max_record_bytes,
         public_url=getattr(args, "public_url", None), logs=log_settings(args, env),
-        otel=bool(getattr(args, "otel", False)), loop=loop)
+        otel=bool(getattr(args, "otel", False)), loop=loop,
+        inspector=bool(getattr(args, "inspector", False)))

@@ -37,7 +37,7 @@ from checkflow.hosting._records import RecordStore, StoredRecord
 from checkflow.hosting._results import ConversationState, HostedRunResult, ResumeToken
 from checkflow.hosting._runs import HostedRun
 from checkflow.hosting._turn import ReplayedTurn, Turn
-from checkflow.hosting._turns import TurnOrigin, TurnRecord
+from checkflow.hosting._turns import TurnOrigin, TurnRecord, lineage_turns
 from checkflow.hosting._views import (
     error_body,
     inspect_metadata,
@@ -105,6 +105,7 @@ __all__ = [
     "inspect_state",
     "json_response",
     "jsonable",
+    "lineage_turns",
     "list_hosted_conversations",
     "pending_view",
     "read_json",

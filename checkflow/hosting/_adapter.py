@@ -7,7 +7,7 @@ adapter's own error mapping. Only the protocol lives here; this module must neve
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from checkflow.hosting._protocol import Host
 
 __all__ = ["Adapter", "adapter_body_limit", "adapter_exception_handlers", "adapter_lifespan",
-           "adapter_prefixes"]
+           "adapter_prefixes", "adapter_public"]
 
 
 @runtime_checkable
@@ -38,6 +38,9 @@ class Adapter(Protocol):
     - ``lifespan(host)``: an async context manager the app enters on start-up and leaves on
       shutdown (work of its own beside requests, e.g. A2A push deliveries); called after
       ``routes(host)``.
+    - ``is_public(path)``: whether a path of its own is served without ``authenticate``
+      (files a browser loads before it can send credentials, e.g. the inspector's pages);
+      without it every path needs a principal.
     """
 
     def routes(self, host: Host) -> list[BaseRoute]:
@@ -78,3 +81,9 @@ def adapter_lifespan(adapter: Adapter, host: Host) -> AbstractAsyncContextManage
         return None
     context: AbstractAsyncContextManager[Any] = lifespan(host)
     return context
+
+
+def adapter_public(adapter: Adapter) -> Callable[[str], bool] | None:
+    """The adapter's ``is_public(path)``, or ``None`` when all its paths need a principal."""
+    check = getattr(adapter, "is_public", None)
+    return check if callable(check) else None

@@ -36,6 +36,7 @@ from checkflow.hosting._adapter import (
     adapter_exception_handlers,
     adapter_lifespan,
     adapter_prefixes,
+    adapter_public,
 )
 from checkflow.hosting._agent_host import AgentHost
 from checkflow.hosting._bounds import BodyGuard, BodyLimits, Refusal
@@ -48,13 +49,14 @@ from checkflow.hosting._http import (
     read_json,
 )
 from checkflow.hosting._inspect import snapshot_detail
-from checkflow.hosting._mounts import PrefixMount, check_prefixes, check_routes_within
+from checkflow.hosting._mounts import PrefixMount, check_prefixes, check_routes_within, covers
 from checkflow.hosting._native_pages import conversation_page, page_params, snapshot_page
 from checkflow.hosting._openapi import (
     AgentRunRequest,
     ChatMessageBody,
     RunRequest,
     openapi_document,
+    with_adapter_routes,
 )
 from checkflow.hosting._protocol import Host
 from checkflow.hosting._runs import HostedRun
@@ -71,12 +73,15 @@ NATIVE_PREFIXES = ("/v1", "/healthz", "/readyz", "/openapi.json")
 class _PrincipalMiddleware:
     """Resolves the principal of every request but the health probes; 401 without one."""
 
-    def __init__(self, app: ASGIApp, authenticate: Authenticate) -> None:
+    def __init__(self, app: ASGIApp, authenticate: Authenticate,
+                 public: Sequence[Callable[[str], bool]] = ()) -> None:
         self.app = app
         self.authenticate = authenticate
+        self.public = tuple(public)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in _OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in _OPEN_PATHS or any(
+                is_public(scope["path"]) for is_public in self.public):
             await self.app(scope, receive, send)
             return
         principal = self.authenticate(Request(scope, receive))
@@ -329,12 +334,16 @@ def _agent_routes(host: AgentHost, max_body_bytes: int) -> list[BaseRoute]:
     return [*_conversation_routes(host, run), Route(_BASE, history, methods=["GET"])]
 
 
-def _openapi_route(host: Host) -> Route:
+def _openapi_route(host: Host, documented: Sequence[tuple[str, Sequence[BaseRoute]]]
+                   ) -> Route:
+    """``/openapi.json``: the native API, then each adapter's routes (``documented``, filled
+    in once the adapters are mounted) under a tag of its name."""
+
     async def openapi(request: Request) -> Response:
         description = await host.describe()
         agent = isinstance(host, AgentHost)
-        return json_response(openapi_document("agent" if agent else "workflow",
-                                              description.name))
+        document = openapi_document("agent" if agent else "workflow", description.name)
+        return json_response(with_adapter_routes(document, documented))
 
     return Route("/openapi.json", openapi, methods=["GET"])
 
@@ -389,11 +398,23 @@ def _refusal(handlers: Mapping[Any, Any]) -> Refusal:
 BodyRule = tuple[Sequence[str], BodyLimits, Refusal]
 
 
+@dataclasses.dataclass
+class _Mounted:
+    """What mounting the adapters gathers for the app around them."""
+
+    rules: list[BodyRule] = dataclasses.field(default_factory=list)
+    """Each adapter's body limits and refusal shape, by its prefixes."""
+    lifespans: list[AbstractAsyncContextManager[Any]] = dataclasses.field(default_factory=list)
+    """What each runs beside its requests."""
+    public: list[Callable[[str], bool]] = dataclasses.field(default_factory=list)
+    """The paths of its own each serves without a principal (never outside its prefixes)."""
+    documented: list[tuple[str, list[BaseRoute]]] = dataclasses.field(default_factory=list)
+    """Each adapter's name and routes, for ``/openapi.json``."""
+
+
 def _adapter_mounts(host: Host, adapters: Sequence[Adapter], limits: BodyLimits,
-                    rules: list[BodyRule], lifespans: list[AbstractAsyncContextManager[Any]]
-                    ) -> list[BaseRoute]:
-    """One sub-app per adapter; ``rules`` gains each one's body limits and refusal shape,
-    ``lifespans`` what each runs beside its requests."""
+                    mounted: _Mounted) -> list[BaseRoute]:
+    """One sub-app per adapter; ``mounted`` gathers what the app needs of each."""
     claims: list[tuple[str, Sequence[str]]] = [("the native API", NATIVE_PREFIXES)]
     mounts: list[BaseRoute] = []
     for adapter in adapters:
@@ -408,13 +429,22 @@ def _adapter_mounts(host: Host, adapters: Sequence[Adapter], limits: BodyLimits,
         mine = limits if own is None else dataclasses.replace(limits, max_bytes=own)
         sub.state.host = host
         sub.state.max_body_bytes = mine.max_bytes
-        rules.append((prefixes, mine, _refusal(handlers)))
+        mounted.rules.append((prefixes, mine, _refusal(handlers)))
+        mounted.documented.append((str(name), routes))
         mounts.append(PrefixMount(prefixes, sub, name))
         lifespan = adapter_lifespan(adapter, host)
         if lifespan is not None:
-            lifespans.append(lifespan)
+            mounted.lifespans.append(lifespan)
+        is_public = adapter_public(adapter)
+        if is_public is not None:
+            mounted.public.append(_within(prefixes, is_public))
     check_prefixes(claims)
     return mounts
+
+
+def _within(prefixes: Sequence[str], is_public: Callable[[str], bool]
+            ) -> Callable[[str], bool]:
+    return lambda path: any(covers(p, path) for p in prefixes) and is_public(path)
 
 
 def _lifespan(contexts: Sequence[AbstractAsyncContextManager[Any]]
@@ -444,23 +474,23 @@ def build_app(
     """The app ``create_app`` documents (see ``checkflow.hosting._factory``)."""
     max_body_bytes = limits.max_bytes
     routes: list[BaseRoute] = [*_health_routes(host)]
+    mounted = _Mounted()
     if native:
-        routes.append(_openapi_route(host))
-    rules: list[BodyRule] = []
-    lifespans: list[AbstractAsyncContextManager[Any]] = []
-    routes.extend(_adapter_mounts(host, adapters, limits, rules, lifespans))
+        routes.append(_openapi_route(host, mounted.documented))
+    routes.extend(_adapter_mounts(host, adapters, limits, mounted))
     if native and isinstance(host, AgentHost):
         routes.extend(_agent_routes(host, max_body_bytes))
     elif native:  # without it: the adapters alone (and the health probes)
         routes.extend(_workflow_routes(host, max_body_bytes, on_disconnect))
     stack = [*middleware, Middleware(_EncodedNativePaths)]
     if authenticate is not None:
-        stack.append(Middleware(_PrincipalMiddleware, authenticate=authenticate))
+        stack.append(Middleware(_PrincipalMiddleware, authenticate=authenticate,
+                                public=mounted.public))
     stack.append(Middleware(BodyGuard, limits=limits, refuse=_mapped_error,
-                            make_error=HttpError, rules=rules))
+                            make_error=HttpError, rules=mounted.rules))
     app = Starlette(routes=routes, middleware=stack,
                     exception_handlers=NATIVE_EXCEPTION_HANDLERS,
-                    lifespan=_lifespan(lifespans) if lifespans else None)
+                    lifespan=_lifespan(mounted.lifespans) if mounted.lifespans else None)
     app.state.host = host
     app.state.max_body_bytes = max_body_bytes
     return app

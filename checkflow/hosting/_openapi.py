@@ -7,13 +7,17 @@ This module must never do I/O; it describes, it does not serve.
 
 from __future__ import annotations
 
+import inspect
+import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
 
 from checkflow.hosting._results import ResumeToken
 
-__all__ = ["AgentRunRequest", "ChatMessageBody", "RunRequest", "openapi_document"]
+__all__ = ["AgentRunRequest", "ChatMessageBody", "RunRequest", "openapi_document",
+           "with_adapter_routes"]
 
 
 class RunRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -232,9 +236,40 @@ def openapi_document(kind: Literal["workflow", "agent"], title: str) -> dict[str
             "one snapshot with its state", "SnapshotDetail", 404,
             params=[{"name": "snapshot_id", "in": "path", "required": True,
                      "schema": {"type": "string"}}])}
+    for operations in paths.values():
+        for operation in operations.values():
+            operation["tags"] = ["native"]
     return {
         "openapi": "3.1.0",
         "info": {"title": f"{title} (checkflow native API)", "version": "1"},
         "paths": paths,
         "components": {"schemas": components},
     }
+
+
+def _route_operation(tag: str, path: str, endpoint: Any) -> dict[str, Any]:
+    doc = inspect.getdoc(endpoint) or ""
+    summary = doc.split("\n\n", 1)[0].replace("\n", " ") or f"{tag}: {path}"
+    params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+              for name in re.findall(r"{(\w+)(?::\w+)?}", path)]
+    return {"tags": [tag], "summary": summary, "parameters": params,
+            "responses": {"default": {"description": f"as the {tag} protocol answers"}}}
+
+
+def with_adapter_routes(document: dict[str, Any],
+                        documented: Sequence[tuple[str, Sequence[Any]]]) -> dict[str, Any]:
+    """``document`` plus every adapter route (``(adapter name, routes)``), tagged by name.
+
+    The shapes of protocol bodies are their protocols' own (A2A, AG-UI, Responses): an
+    operation names its path, method and the first paragraph of its endpoint's docstring."""
+    paths = document["paths"]
+    for tag, routes in documented:
+        for route in routes:
+            methods, path = getattr(route, "methods", None), getattr(route, "path", None)
+            if not methods or not isinstance(path, str):
+                continue
+            shown = re.sub(r"{(\w+):\w+}", r"{\1}", path)
+            for method in sorted(m.lower() for m in methods if m != "HEAD"):
+                paths.setdefault(shown, {}).setdefault(
+                    method, _route_operation(tag, shown, getattr(route, "endpoint", None)))
+    return document

@@ -31,7 +31,7 @@ def _help(path: tuple[str, ...]) -> str:
 
 def test_every_command_is_reached() -> None:
     assert {" ".join(p) for p in COMMANDS} == {
-        "serve", "migrate-v1",
+        "serve", "inspect", "migrate-v1",
         *(f"checkpoints {a}" for a in ("ls", "show", "tree", "pending", "prune", "export",
                                        "verify")),
         *(f"conversations {a}" for a in ("ls", "show", "unlock", "recover"))}
@@ -41,7 +41,8 @@ def test_every_command_is_reached() -> None:
 def test_an_unknown_flag_is_named_with_its_subcommand(
     path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    needed = {("serve",): ["m:a"], ("migrate-v1",): ["v1", "--to", "memory:"]}.get(path)
+    needed = {("serve",): ["m:a"], ("migrate-v1",): ["v1", "--to", "memory:"],
+              ("inspect",): []}.get(path)
     if needed is None:
         needed = [] if path[-1] in ("ls", "prune", "verify") else ["x"]
     with pytest.raises(SystemExit) as exited:  # refused while parsing: nothing is opened

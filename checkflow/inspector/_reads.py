@@ -1,0 +1,225 @@
+"""What the inspector shows, read from the stores: conversations, checkpoints, snapshots.
+
+One reader serves both ways of running the inspector: beside a served workflow (its stores
+and its definition, so requests carry their answers' schemas) and over a storage alone
+(``checkflow inspect --storage``: no workflow code, unknown types shown opaque). Every read
+goes through the hosting layer's operator functions and the codec's inspection decode, so
+the page shows what ``checkflow conversations`` and ``checkpoints`` print. This module must
+never write to a store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checkflow.checkpoints import Checkpoint, CheckpointSnapshot, CheckpointStorage
+from checkflow.errors import (
+    CheckflowError,
+    CheckpointNotFoundError,
+    ConversationNotFoundError,
+    SnapshotNotFoundError,
+)
+from checkflow.hosting import (
+    HostedConversation,
+    TurnRecord,
+    find_orphan_checkpoints,
+    hosted_conversation,
+    inspect_metadata,
+    inspect_state,
+    jsonable,
+    lineage_turns,
+    list_hosted_conversations,
+    pending_view,
+    snapshot_summary,
+)
+from checkflow.sessions import SessionStore
+from checkflow.workflows import Workflow, inspect_snapshot
+
+__all__ = ["ConversationRow", "InspectorReader", "lease_view"]
+
+LOST = "lost"
+"""The status of a conversation whose checkpoint or head storage no longer has."""
+
+
+def lease_view(lease: dict[str, Any] | None, live: bool) -> dict[str, Any] | None:
+    """The lease as the page shows it: who holds it, until when, and whether it still holds."""
+    if lease is None:
+        return None
+    return {"owner": str(lease.get("owner")), "expires_at": float(lease.get("expires_at", 0)),
+            "live": live}
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRow:
+    """One line of the conversation list (``as_dict`` is its JSON)."""
+
+    conversation: HostedConversation
+    status: str | None
+    updated_at: str | None
+    snapshot_count: int
+    protocol: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.conversation
+        return {"conversation_id": c.conversation_id, "principal": c.principal,
+                "status": self.status, "head_snapshot_id": c.head_snapshot_id,
+                "updated_at": self.updated_at, "snapshot_count": self.snapshot_count,
+                "protocol": self.protocol, "lease": lease_view(c.lease, c.lease_is_live)}
+
+
+def _status(snapshot: CheckpointSnapshot) -> str | None:
+    status = inspect_metadata(snapshot).get("status")
+    return None if status is None else str(status).lower()
+
+
+def _protocol(snapshot: CheckpointSnapshot) -> str | None:
+    turn = inspect_metadata(snapshot).get("turn")
+    return str(turn["protocol"]) if isinstance(turn, dict) and "protocol" in turn else None
+
+
+def _turn_view(turn: TurnRecord) -> dict[str, Any]:
+    return {"turn_id": turn.turn_id, "protocol": turn.protocol, "state": turn.state,
+            "status": str(turn.status.value).lower(), "first_snapshot_id": turn.first_snapshot_id,
+            "last_snapshot_id": turn.last_snapshot_id, "started_at": turn.started_at,
+            "ended_at": turn.ended_at, "error": turn.error}
+
+
+def _targets(parent: CheckpointSnapshot) -> list[str]:
+    """The executors a superstep delivered to: the targets of its parent's pending messages."""
+    pending = jsonable(inspect_state(parent)).get("messages", {}).get("pending")
+    messages = pending.get("messages", []) if isinstance(pending, dict) else []
+    found: list[str] = []
+    for message in messages if isinstance(messages, list) else []:
+        target = message.get("target") if isinstance(message, dict) else None
+        if isinstance(target, str) and target not in found:
+            found.append(target)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class InspectorReader:
+    """Reads for the inspector's pages from a session store and a checkpoint storage.
+
+    ``workflow`` is the served definition (``None`` over a storage alone: schemas and the
+    graph are then unknown). ``every_principal`` lists every principal's conversations (the
+    operator's view of ``checkflow inspect``); otherwise a principal sees only its own.
+    """
+
+    session_store: SessionStore
+    checkpoint_storage: CheckpointStorage
+    workflow: Workflow | None = None
+    every_principal: bool = False
+
+    async def rows(self, principal: str | None) -> list[ConversationRow]:
+        """The conversations ``principal`` may see, newest head first."""
+        rows = []
+        for conversation in await list_hosted_conversations(self.session_store):
+            if conversation.deleted or (
+                    not self.every_principal and conversation.principal != principal):
+                continue
+            rows.append(await self._row(conversation))
+        rows.sort(key=lambda r: (r.updated_at or "", r.conversation.conversation_id),
+                  reverse=True)
+        return rows
+
+    async def _row(self, conversation: HostedConversation) -> ConversationRow:
+        if conversation.checkpoint_id is None or conversation.head_snapshot_id is None:
+            running = "running" if conversation.lease_is_live else None  # a first turn
+            return ConversationRow(conversation, running, None, 0, None)
+        try:
+            checkpoint = await self.checkpoint_storage.load(conversation.checkpoint_id)
+            head = checkpoint.get_snapshot(conversation.head_snapshot_id)
+        except (CheckpointNotFoundError, SnapshotNotFoundError):
+            return ConversationRow(conversation, LOST, None, 0, None)
+        stored = checkpoint.persisted_head_snapshot_id
+        latest = checkpoint.get_snapshot(stored) if stored is not None else head
+        status = "running" if conversation.lease_is_live else _status(head)
+        return ConversationRow(conversation, status, latest.timestamp,
+                               len(checkpoint.snapshots), _protocol(latest))
+
+    async def conversation(self, conversation_id: str, principal: str | None
+                           ) -> tuple[HostedConversation, Checkpoint]:
+        """The conversation's record and its checkpoint at its good head (the resume point).
+
+        ``ConversationNotFoundError`` when the principal has no such conversation, or its
+        checkpoint is gone (``checkflow conversations show`` says why)."""
+        conversation = await hosted_conversation(self.session_store, conversation_id,
+                                                 principal=principal)
+        if conversation.deleted or conversation.checkpoint_id is None:
+            raise ConversationNotFoundError(conversation_id)
+        try:
+            checkpoint = await self.checkpoint_storage.load(conversation.checkpoint_id)
+        except CheckpointNotFoundError:
+            raise ConversationNotFoundError(conversation_id) from None
+        head = conversation.head_snapshot_id
+        if head is not None and head in {s.snapshot_id for s in checkpoint.snapshots}:
+            checkpoint.restart_from(head)  # in memory only: the working head is the good head
+        return conversation, checkpoint
+
+    def _pending(self, snapshot: CheckpointSnapshot) -> list[dict[str, Any]]:
+        try:
+            view = inspect_snapshot(snapshot, workflow=self.workflow)
+        except CheckflowError:
+            return []
+        found = []
+        for request in view.pending_requests.values():
+            body = pending_view(request)
+            body["response_type"] = getattr(request, "response_type_name", "") or getattr(
+                request.response_type, "__name__", str(request.response_type))
+            if not body["response_schema"]:
+                body["response_schema"] = None
+            found.append(body)
+        return found
+
+    def detail(self, conversation: HostedConversation, checkpoint: Checkpoint
+               ) -> dict[str, Any]:
+        """The conversation page's data: every snapshot's summary, the head's requests and
+        outputs, the turns on the head's lineage."""
+        good = checkpoint.head_snapshot_id
+        head = checkpoint.head_snapshot
+        outputs: Sequence[Any] = ()
+        if head is not None:
+            try:
+                outputs = inspect_snapshot(head, workflow=self.workflow).outputs
+            except CheckflowError:
+                outputs = ()
+        status = "running" if conversation.lease_is_live else (
+            None if head is None else _status(head))
+        return {
+            "conversation_id": conversation.conversation_id,
+            "principal": conversation.principal,
+            "checkpoint_id": checkpoint.checkpoint_id,
+            "workflow_name": checkpoint.workflow_name,
+            "head_snapshot_id": good,
+            "storage_head_snapshot_id": checkpoint.persisted_head_snapshot_id,
+            "status": status,
+            "lease": lease_view(conversation.lease, conversation.lease_is_live),
+            "tips": [s.snapshot_id for s in checkpoint.tips()],
+            "snapshots": [snapshot_summary(s, good) for s in checkpoint.snapshots],
+            "pending_requests": [] if head is None else self._pending(head),
+            "outputs": jsonable(list(outputs)),
+            "turns": [_turn_view(t) for t in lineage_turns(checkpoint, good, self.workflow)],
+            "resume_token": None if good is None else {
+                "checkpoint_id": checkpoint.checkpoint_id, "snapshot_id": good},
+            "read_at": time.time(),
+        }
+
+    def snapshot(self, checkpoint: Checkpoint, snapshot_id: str) -> dict[str, Any]:
+        """One snapshot: its summary, its four buckets, the executors of its superstep and
+        the requests pending at it (what a branch from it would answer)."""
+        snapshot = checkpoint.get_snapshot(snapshot_id)
+        body = snapshot_summary(snapshot, checkpoint.head_snapshot_id)
+        body["state"] = jsonable(inspect_state(snapshot))
+        parent = snapshot.parent_snapshot_id
+        ran = inspect_metadata(snapshot).get("boundary") == "superstep_completed"
+        body["executors"] = _targets(checkpoint.get_snapshot(parent)) if (
+            ran and parent is not None) else []
+        body["pending_requests"] = self._pending(snapshot)
+        return body
+
+    async def orphans(self) -> list[str]:
+        """The checkpoints of the host no conversation references any more."""
+        return await find_orphan_checkpoints(self.session_store, self.checkpoint_storage)
