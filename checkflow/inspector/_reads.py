@@ -141,11 +141,13 @@ class InspectorReader:
                                len(checkpoint.snapshots), _protocol(latest))
 
     async def conversation(self, conversation_id: str, principal: str | None
-                           ) -> tuple[HostedConversation, Checkpoint]:
-        """The conversation's record and its checkpoint at its good head (the resume point).
+                           ) -> tuple[HostedConversation, Checkpoint, str | None]:
+        """The conversation's record, its checkpoint as stored, and its good head (the
+        resume point; ``None`` while a first turn runs or once storage lost it).
 
         ``ConversationNotFoundError`` when the principal has no such conversation, or its
-        checkpoint is gone (``checkflow conversations show`` says why)."""
+        checkpoint is gone (``checkflow conversations show`` says why). Nothing is moved:
+        a turn may be running on the same checkpoint."""
         conversation = await hosted_conversation(self.session_store, conversation_id,
                                                  principal=principal)
         if conversation.deleted or conversation.checkpoint_id is None:
@@ -154,10 +156,10 @@ class InspectorReader:
             checkpoint = await self.checkpoint_storage.load(conversation.checkpoint_id)
         except CheckpointNotFoundError:
             raise ConversationNotFoundError(conversation_id) from None
-        head = conversation.head_snapshot_id
-        if head is not None and head in {s.snapshot_id for s in checkpoint.snapshots}:
-            checkpoint.restart_from(head)  # in memory only: the working head is the good head
-        return conversation, checkpoint
+        good = conversation.head_snapshot_id
+        if good not in {s.snapshot_id for s in checkpoint.snapshots}:
+            good = None
+        return conversation, checkpoint, good
 
     def _pending(self, snapshot: CheckpointSnapshot) -> list[dict[str, Any]]:
         try:
@@ -174,12 +176,11 @@ class InspectorReader:
             found.append(body)
         return found
 
-    def detail(self, conversation: HostedConversation, checkpoint: Checkpoint
-               ) -> dict[str, Any]:
-        """The conversation page's data: every snapshot's summary, the head's requests and
-        outputs, the turns on the head's lineage."""
-        good = checkpoint.head_snapshot_id
-        head = checkpoint.head_snapshot
+    def detail(self, conversation: HostedConversation, checkpoint: Checkpoint,
+               good: str | None) -> dict[str, Any]:
+        """The conversation page's data: every snapshot's summary, the good head's requests
+        and outputs, the turns on its lineage."""
+        head = None if good is None else checkpoint.get_snapshot(good)
         outputs: Sequence[Any] = ()
         if head is not None:
             try:
@@ -207,11 +208,12 @@ class InspectorReader:
             "read_at": time.time(),
         }
 
-    def snapshot(self, checkpoint: Checkpoint, snapshot_id: str) -> dict[str, Any]:
+    def snapshot(self, checkpoint: Checkpoint, good: str | None, snapshot_id: str
+                 ) -> dict[str, Any]:
         """One snapshot: its summary, its four buckets, the executors of its superstep and
         the requests pending at it (what a branch from it would answer)."""
         snapshot = checkpoint.get_snapshot(snapshot_id)
-        body = snapshot_summary(snapshot, checkpoint.head_snapshot_id)
+        body = snapshot_summary(snapshot, good)
         body["state"] = jsonable(inspect_state(snapshot))
         parent = snapshot.parent_snapshot_id
         ran = inspect_metadata(snapshot).get("boundary") == "superstep_completed"

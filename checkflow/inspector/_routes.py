@@ -118,10 +118,10 @@ def inspector_routes(reader: ReaderFactory, meta: Callable[[Request], Awaitable[
         if len(segments) not in (1, 3) or (len(segments) == 3 and segments[1] != "snapshots"):
             raise HttpError(404, "not_found", "no such inspector route")
         read = await reader()
-        found, checkpoint = await read.conversation(segments[0], principal_of(request))
+        found, checkpoint, good = await read.conversation(segments[0], principal_of(request))
         if len(segments) == 1:
-            return _json(read.detail(found, checkpoint))
-        return _json(read.snapshot(checkpoint, segments[2]))
+            return _json(read.detail(found, checkpoint, good))
+        return _json(read.snapshot(checkpoint, good, segments[2]))
 
     async def orphans(request: Request) -> Response:
         """The checkpoints no conversation references (without ``--authenticate`` only)."""
