@@ -1,5 +1,6 @@
 # Every target sets up .venv as needed; a fresh machine needs only python3 and pip
-# (and node/npm for the Cosmos DB emulator the storage tests run against).
+# (and node/npm for the Cosmos DB emulator the storage tests run against; Chromium for the
+# inspector's browser tests, `make browser`).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +8,7 @@ STAMP := $(VENV)/.installed
 # Every development dependency pinned, transitive ones too (its header says how it is made).
 LOCK := requirements-dev.lock
 
-.PHONY: test lint typecheck pytest dist lock serve bench emulator agui-client clean
+.PHONY: test lint typecheck pytest dist lock serve bench emulator agui-client browser clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +49,22 @@ agui-client:
 		cd tests/e2e/agui_client && npm ci --silent --no-audit --no-fund; \
 	else echo "npm not found: the AG-UI client tests will be skipped"; fi
 
+# The inspector's browser tests (tests/inspector) drive the distribution's Chromium through
+# Playwright, never a browser Playwright downloads: install the `chromium` package when it is
+# missing (Debian/Ubuntu; as root, or through sudo). Not part of `make test`, which installs
+# nothing system-wide; without it those tests are skipped (CHECKFLOW_REQUIRE_BROWSER=1: fail).
+browser:
+	@if command -v chromium >/dev/null 2>&1 || [ -x "$${CHECKFLOW_CHROMIUM:-/usr/bin/chromium}" ]; then \
+		:; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "apt-get not found: install Chromium (or set CHECKFLOW_CHROMIUM) for the inspector's browser tests"; \
+	else \
+		sudo=; [ "$$(id -u)" -eq 0 ] || { command -v sudo >/dev/null 2>&1 && sudo="sudo -n"; }; \
+		{ $$sudo apt-get update -qq && \
+		  $$sudo apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1 || \
+		echo "could not install the chromium package: the inspector's browser tests cannot run"; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check checkflow tests bench samples
 	$(BIN)/mypy
@@ -64,7 +81,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 serve: $(STAMP)
-	$(BIN)/python -m checkflow serve samples.approval:workflow --host $(HOST) --port $(PORT)
+	$(BIN)/python -m checkflow serve samples.approval:workflow --inspector --host $(HOST) --port $(PORT)
 
 # Every benchmark. bench/engine.py also times its peer frameworks when the separate
 # .venv-bench exists (see bench/requirements-peers.txt) and skips them with a note otherwise;
