@@ -59,6 +59,7 @@ browser:
 	elif ! command -v apt-get >/dev/null 2>&1; then \
 		echo "apt-get not found: install Chromium (or set CHECKFLOW_CHROMIUM) for the inspector's browser tests"; \
 	else \
+		echo "installing the chromium package for the inspector's browser tests"; \
 		sudo=; [ "$$(id -u)" -eq 0 ] || { command -v sudo >/dev/null 2>&1 && sudo="sudo -n"; }; \
 		{ $$sudo apt-get update -qq && \
 		  $$sudo apt-get install -y -qq --no-install-recommends chromium; } >/dev/null 2>&1 || \
