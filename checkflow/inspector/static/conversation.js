@@ -122,7 +122,12 @@ export class ConversationPage {
     const state = panel("State", this.stateView);
     this.diffAgainst = el("select", { testid: "diff-against", id: "diff-against" },
       el("option", { value: "parent", text: "parent" }));
-    this.diffAgainst.addEventListener("change", () => this.renderDiff());
+    this.diffAgainst.addEventListener("change", async () => {
+      const token = this.selectToken;
+      this.ctx.clearReady();
+      await this.renderDiff();
+      if (token === this.selectToken && !this.signal.aborted) this.ctx.setReady("conversation");
+    });
     this.diffView = el("div", { testid: "diff-view", class: "diff-view" });
     const diff = panel("Diff",
       el("div", { class: "toolbar" }, el("label", { for: "diff-against", text: "against " }), this.diffAgainst),
@@ -414,6 +419,7 @@ export class ConversationPage {
       }
     }
     if (this.signal.aborted || token !== this.selectToken || this.current !== detail) return;
+    if ((this.diffAgainst.value || "parent") !== choice) return; // chosen again meanwhile
     replace(this.diffView, diffView(detail, against, choice === "parent" ? "parent" : "snapshot"));
   }
 

@@ -6,8 +6,9 @@ import { svg } from "./dom.js";
 
 const BOX_H = 40;
 const LAYER_GAP = 64;
-const NODE_GAP = 28;
+const NODE_GAP = 44; // room for a self-loop between two boxes
 const PAD = 20;
+const TOP = 34; // room above the first layer for back edges coming in from above
 const CHAR = 7.4; // monospace width at the box's font size
 const DASHED = new Set(["conditional", "switch_case", "multi_selection"]);
 
@@ -87,27 +88,36 @@ export function layoutGraph(graph) {
     return { executor, title, sub, nested, w, h: BOX_H, x: 0, y: 0 };
   });
   const rowWidth = (row) => row.reduce((sum, v) => sum + boxes[v].w, 0) + NODE_GAP * (row.length - 1);
-  const width = Math.max(200, ...layers.map((row) => (row ? rowWidth(row) : 0))) + PAD * 2 + 60;
+  const inner = Math.max(160, ...layers.map((row) => (row ? rowWidth(row) : 0)));
   layers.forEach((row, depth) => {
     if (!row) return;
-    let xPos = PAD + (width - 60 - PAD * 2 - rowWidth(row)) / 2;
+    let xPos = PAD + (inner - rowWidth(row)) / 2;
     for (const v of row) {
       boxes[v].x = xPos;
-      boxes[v].y = PAD + depth * (BOX_H + LAYER_GAP);
+      boxes[v].y = TOP + depth * (BOX_H + LAYER_GAP);
       xPos += boxes[v].w + NODE_GAP;
     }
   });
-  const height = PAD * 2 + Math.max(1, layers.length) * (BOX_H + LAYER_GAP) - LAYER_GAP + 10;
-  return { boxes, edges, back, layer, width, height, start };
+  // back edges (and same-layer ones) run down a channel right of every box, one lane each
+  const sideways = [];
+  edges.forEach((edge, k) => {
+    if (edge.s !== edge.t && (back.has(k) || layer[edge.t] <= layer[edge.s])) sideways.push(k);
+  });
+  const channel = PAD + inner + 30;
+  const lanes = new Map(sideways.map((k, i) => [k, channel + i * 14]));
+  const width = channel + sideways.length * 14 + (sideways.length ? 150 : 30);
+  const height = TOP + PAD + Math.max(1, layers.length) * (BOX_H + LAYER_GAP) - LAYER_GAP + 10;
+  return { boxes, edges, back, layer, width, height, start, lanes };
 }
 
 function edgePath(edge, k, layout, ports) {
   const a = layout.boxes[edge.s];
   const b = layout.boxes[edge.t];
   if (edge.s === edge.t) {
+    // a small loop on the box's right side
     const x = a.x + a.w;
     const y = a.y + a.h / 2;
-    return { d: `M${x} ${y - 8}C${x + 40} ${y - 30} ${x + 40} ${y + 30} ${x} ${y + 8}`, lx: x + 34, ly: y };
+    return { d: `M${x} ${y - 9}C${x + 30} ${y - 26} ${x + 30} ${y + 26} ${x} ${y + 9}`, lx: x + 2, ly: a.y + a.h + 12 };
   }
   const forward = !layout.back.has(k) && layout.layer[edge.t] > layout.layer[edge.s];
   if (forward) {
@@ -125,16 +135,19 @@ function edgePath(edge, k, layout, ports) {
     const by = u * u * u * y1 + 3 * u * u * t * my + 3 * u * t * t * my + t * t * t * y2;
     return { d: `M${x1} ${y1}C${x1} ${my} ${x2} ${my} ${x2} ${y2}`, lx: bx, ly: by, anchor: "middle" };
   }
-  // a back edge (or a same-layer one): around the right side
+  // a back edge (or a same-layer one): out of the source's right side, along its lane of
+  // the right-hand channel, and into the target from above
+  const lane = layout.lanes.get(k);
   const x1 = a.x + a.w;
   const y1 = a.y + a.h / 2;
-  const x2 = b.x + b.w;
-  const y2 = b.y + b.h / 2;
-  const bulge = Math.max(x1, x2) + 36 + Math.abs(y2 - y1) * 0.08;
+  const x2 = b.x + b.w * 0.75;
+  const y2 = b.y;
+  const top = b.y - 22;
   return {
-    d: `M${x1} ${y1}C${bulge} ${y1} ${bulge} ${y2} ${x2} ${y2}`,
-    lx: bulge - 8,
-    ly: (y1 + y2) / 2,
+    d: `M${x1} ${y1}L${lane - 8} ${y1}Q${lane} ${y1} ${lane} ${y1 - 8}L${lane} ${top + 8}` +
+      `Q${lane} ${top} ${lane - 8} ${top}L${x2 + 8} ${top}Q${x2} ${top} ${x2} ${top + 8}L${x2} ${y2}`,
+    lx: lane + 4,
+    ly: (y1 + top) / 2,
   };
 }
 
