@@ -128,6 +128,11 @@ async def test_answering_the_request_in_its_form_grows_the_tree_and_publishes(
     assert after["outputs"] == [f"published: {DRAFT}"]
     head = page.locator('[data-testid="snapshot-node"][data-head="true"]')
     await expect(head).to_have_attribute("data-snapshot-id", after["head_snapshot_id"])
+    # the page's own turn is streamed: its events are logged however short it was
+    events = page.get_by_test_id("event")
+    await expect(events.and_(page.locator('[data-type="OutputEvent"]'))).to_have_count(1)
+    await expect(events.and_(page.locator('[data-type="SnapshotCommittedEvent"]'))
+                 ).to_have_count(ANSWER_SNAPSHOTS)
 
 
 async def test_branching_from_the_paused_snapshot_adds_a_second_tip_and_keeps_every_snapshot(

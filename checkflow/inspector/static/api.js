@@ -185,6 +185,30 @@ export async function followSSE(url, { signal, onFrame }) {
   await readSSE(response.body, onFrame);
 }
 
+/**
+ * POST a run with `?stream=true`: every event of the turn reaches `onFrame` as it happens
+ * (the page's own turn, from its first event: following /events instead could start after a
+ * short turn ended). Resolves with the `result` frame's run body; an `error` frame rejects.
+ */
+export async function runStreamed(url, body, { signal, onFrame }) {
+  const response = await request(url, { method: "POST", body, signal, accept: "text/event-stream" });
+  let result = null;
+  let failure = null;
+  if (response.body) {
+    await readSSE(response.body, (frame) => {
+      if (frame.event === "result") result = frame.data;
+      else if (frame.event === "error") failure = frame.data;
+      else onFrame(frame);
+    });
+  }
+  if (failure) {
+    const error = failure && typeof failure === "object" && failure.error ? failure.error : {};
+    throw new ApiError(response.status, String(error.code || "run_failed"),
+      String(error.message || "the run failed"), failure);
+  }
+  return result;
+}
+
 const e = encodeURIComponent;
 
 /** The inspector's read API and the native API's writes, relative to the page. */
@@ -203,6 +227,8 @@ export const api = {
     getJSON(`api/conversations/${e(id)}/snapshots/${e(snapshotId)}${principalQuery(principal)}`,
       { signal }),
   run: (id, body, signal) => postJSON(`../v1/conversations/${e(id)}/runs`, body, { signal }),
+  runStreamed: (id, body, options) =>
+    runStreamed(`../v1/conversations/${e(id)}/runs?stream=true`, body, options),
   cancel: (id, signal) => postJSON(`../v1/conversations/${e(id)}/cancel`, {}, { signal }),
   events: (id, after, options) => {
     const query = after ? `?after=${e(String(after))}` : "";

@@ -433,9 +433,10 @@ export class ConversationPage {
     if (this.conv) this.renderHeader(this.conv);
     let ok = false;
     try {
-      const running = api.run(this.id, body, this.signal); // the request is sent here
-      this.live.ensure();
-      await running;
+      await api.runStreamed(this.id, body, {
+        signal: this.signal,
+        onFrame: (frame) => { this.live.append(frame); this.scheduleRefetch(); },
+      });
       ok = true;
     } catch (error) {
       if (this.signal.aborted) return;
