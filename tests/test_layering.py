@@ -38,8 +38,8 @@ ALLOWED: dict[str, set[str]] = {
     "migrate": {"storage", "checkpoints", "state", *_BASE},
     "telemetry": {"hosting", "agents", "workflows", "checkpoints", "state", "errors", "_extras",
                   "_version"},
-    "cli": {"adapters", "telemetry", "inspector", "migrate", "hosting", "agents", "workflows", "storage",
-            "checkpoints", "sessions", "state", *_BASE, "_version"},
+    "cli": {"adapters", "telemetry", "inspector", "migrate", "hosting", "agents", "workflows",
+            "storage", "checkpoints", "sessions", "state", *_BASE, "_version"},
     "__main__": {"cli"},
 }
 """For each part of the package (subpackage or top-level module), what it may import."""

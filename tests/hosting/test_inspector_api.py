@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from checkflow.agents import ScriptedAgent
+from checkflow.cli import main
 from checkflow.hosting import AgentHost, Host, WorkflowHost, create_app
 from checkflow.hosting._keys import ConversationKey
 from checkflow.inspector import InspectorAdapter, create_inspector_app
@@ -338,3 +339,23 @@ def test_the_inspector_refuses_an_agent_host() -> None:
     host = AgentHost(ScriptedAgent("scripted", replies=["hi"]))
     with pytest.raises(TypeError, match="needs a WorkflowHost"):
         create_app(host, adapters=[InspectorAdapter()])
+
+
+ECHO = ScriptedAgent("echo", replies=["hi"])
+"""``serve tests.hosting.test_inspector_api:ECHO``: an agent, which keeps no checkpoints."""
+
+
+def test_serve_refuses_the_inspector_for_an_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["serve", "tests.hosting.test_inspector_api:ECHO", "--inspector",
+                   "--storage", "memory:", "--port", "0"])
+    assert status == 2
+    assert "--inspector shows workflow checkpoints" in capsys.readouterr().err
+
+
+def test_inspect_names_a_storage_it_cannot_open(tmp_path: Any,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nothing-here"
+    assert main(["inspect", "--storage", f"file:{missing}", "--port", "0"]) == 2
+    assert f"no such directory '{missing}'" in capsys.readouterr().err
+    assert main(["inspect", "--storage", "memory:", "--port", "70000"]) == 2
+    assert "port 70000 is out of range" in capsys.readouterr().err
