@@ -1,10 +1,10 @@
 """The package's dependency direction (DESIGN §1), checked on the source with ``ast``.
 
 ``state`` <- ``sessions``, ``checkpoints`` <- ``storage``; ``checkpoints`` <- ``workflows`` <-
-``agents`` <- ``hosting`` <- ``adapters`` / ``telemetry`` <- ``cli``. Every import counts,
-including those inside functions and (but for the one documented type-only reference) under
-``TYPE_CHECKING``; no layer reaches into another's private modules, and no adapter imports
-another adapter.
+``agents`` <- ``hosting`` <- ``adapters`` / ``telemetry`` / ``inspector`` <- ``cli``. Every
+import counts, including those inside functions and (but for the one documented type-only
+reference) under ``TYPE_CHECKING``; no layer reaches into another's private modules, and no
+adapter imports another adapter.
 """
 
 from __future__ import annotations
