@@ -139,6 +139,7 @@ BARE_FAILURES = {
     "checkflow.adapters.a2a.": "a2a",  # the adapter and its store; its types need no extra
     "checkflow.agents.": "openai",  # OpenAIChatAgent
     "checkflow.hosting.": "hosting",  # the adapter toolkit (read_json, sse_response, ...)
+    "checkflow.inspector": "hosting",  # a Starlette app
 }
 """Where a core-only install stops, by module (or module prefix): the extra it names."""
 

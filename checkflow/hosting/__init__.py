@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         json_response,
         read_json,
     )
+    from checkflow.hosting._native_pages import page_limit
     from checkflow.hosting._sse import ServerSentEvent, sse_response
 
 __all__ = [
@@ -107,6 +108,7 @@ __all__ = [
     "jsonable",
     "lineage_turns",
     "list_hosted_conversations",
+    "page_limit",
     "pending_view",
     "read_json",
     "recover_conversation",
@@ -128,6 +130,7 @@ _NEEDS_STARLETTE = {
     "describe_error": "_http",
     "error_response": "_http",
     "json_response": "_http",
+    "page_limit": "_native_pages",
     "read_json": "_http",
     "ServerSentEvent": "_sse",
     "sse_response": "_sse",

@@ -22,7 +22,8 @@ from checkflow.hosting._protocol import Host
 from checkflow.hosting._results import ResumeToken
 from checkflow.hosting._views import inspect_metadata, snapshot_summary
 
-__all__ = ["DEFAULT_PAGE", "MAX_PAGE", "conversation_page", "page_params", "snapshot_page"]
+__all__ = ["DEFAULT_PAGE", "MAX_PAGE", "conversation_page", "page_limit", "page_params",
+           "snapshot_page"]
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
@@ -40,16 +41,23 @@ def _decode(cursor: str) -> Any:
                         ) from None
 
 
-def page_params(query: Mapping[str, str]) -> tuple[int, Any]:
-    """``(limit, decoded cursor or None)`` from ``?limit=&cursor=``; 400 when malformed."""
+def page_limit(query: Mapping[str, str], *, default: int = DEFAULT_PAGE,
+               maximum: int = MAX_PAGE) -> int:
+    """``?limit=`` (``default`` when absent); 400 ``invalid_limit`` unless 1 to ``maximum``."""
     text = query.get("limit")
     try:
-        limit = DEFAULT_PAGE if text is None else int(text)
+        limit = default if text is None else int(text)
     except ValueError:
         limit = 0
-    if not 1 <= limit <= MAX_PAGE:
+    if not 1 <= limit <= maximum:
         raise HttpError(400, "invalid_limit",
-                        f"limit must be an integer from 1 to {MAX_PAGE}, not {text!r}")
+                        f"limit must be an integer from 1 to {maximum}, not {text!r}")
+    return limit
+
+
+def page_params(query: Mapping[str, str]) -> tuple[int, Any]:
+    """``(limit, decoded cursor or None)`` from ``?limit=&cursor=``; 400 when malformed."""
+    limit = page_limit(query)
     cursor = query.get("cursor")
     return limit, None if not cursor else _decode(cursor)
 

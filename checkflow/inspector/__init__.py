@@ -9,8 +9,11 @@ nothing from elsewhere.
 
 from __future__ import annotations
 
-from checkflow.inspector._app import InspectorAdapter, create_inspector_app
-from checkflow.inspector._graph import workflow_graph
-from checkflow.inspector._reads import InspectorReader
+from checkflow._extras import requires_extra
+
+with requires_extra("hosting", "checkflow.inspector"):
+    from checkflow.inspector._app import InspectorAdapter, create_inspector_app
+    from checkflow.inspector._graph import workflow_graph
+    from checkflow.inspector._reads import InspectorReader
 
 __all__ = ["InspectorAdapter", "InspectorReader", "create_inspector_app", "workflow_graph"]

@@ -10,7 +10,7 @@ must never write to a store.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -18,7 +18,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from checkflow.errors import InvalidConversationIdError
-from checkflow.hosting import HttpError, json_response, request_principal
+from checkflow.hosting import HttpError, json_response, page_limit, request_principal
 from checkflow.inspector._assets import SECURITY_HEADERS, asset
 from checkflow.inspector._reads import InspectorReader
 
@@ -34,18 +34,6 @@ def _json(body: Any, status: int = 200) -> Response:
     response = json_response(body, status)
     response.headers.update({**SECURITY_HEADERS, "cache-control": "no-store"})
     return response
-
-
-def _limit(query: Mapping[str, str]) -> int:
-    text = query.get("limit")
-    try:
-        limit = DEFAULT_PAGE if text is None else int(text)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_PAGE:
-        raise HttpError(400, "invalid_limit",
-                        f"limit must be an integer from 1 to {MAX_PAGE}, not {text!r}")
-    return limit
 
 
 def _offset(cursor: str | None) -> int:
@@ -100,7 +88,8 @@ def inspector_routes(reader: ReaderFactory, meta: Callable[[Request], Awaitable[
     async def conversations(request: Request) -> Response:
         """The principal's conversations, newest first, with status, head, lease and the
         protocol of the last turn (``?status=``, ``?limit=``, ``?cursor=``)."""
-        limit, offset = _limit(request.query_params), _offset(request.query_params.get("cursor"))
+        limit = page_limit(request.query_params, default=DEFAULT_PAGE, maximum=MAX_PAGE)
+        offset = _offset(request.query_params.get("cursor"))
         status = request.query_params.get("status") or None
         rows = await (await reader()).rows(request_principal(request))
         if status is not None:
