@@ -108,6 +108,11 @@ async def test_each_state_change_is_posted_with_the_token_and_credentials(
     assert delivery.body["task"]["contextId"] == "push-ctx"  # A2A's JSON, camelCase
     assert delivery.body["task"]["artifacts"][0]["parts"][0]["text"] == "published"
     states = [d.state for d in receiver.deliveries]
+    # A registration that races the close of the turn that paused (its answer is sent before
+    # the conversation's head moves, and until then the task reads as working) may get the
+    # state it was registered at once more: deliveries are at least once, never out of order.
+    if states[:1] == ["TASK_STATE_INPUT_REQUIRED"]:
+        states = states[1:]
     assert states[-1] == COMPLETED and set(states) <= {"TASK_STATE_WORKING", COMPLETED}
 
 
