@@ -24,7 +24,12 @@ from checkflow.errors import (
     SessionConflictError,
     SessionError,
 )
-from checkflow.hosting._keys import AGENT_SESSION_KEY, CONVERSATION_KEY, ConversationKey
+from checkflow.hosting._keys import (
+    AGENT_SESSION_KEY,
+    CONVERSATION_KEY,
+    GENERATION_KEY,
+    ConversationKey,
+)
 from checkflow.hosting._lease import LEASE_KEY, LeaseManager, new_owner_id, owner_is_gone
 from checkflow.hosting._results import ResumeToken
 from checkflow.sessions import AgentSession, SessionStore
@@ -55,6 +60,17 @@ class HostedConversation:
     ``DELETE`` leaves (the identity and generation stay, so a new conversation of the same id
     gets a fresh checkpoint id), or a first turn that never committed. A host answers 404 for
     it and lists it nowhere."""
+    generation: int = 0
+    """How many checkpoints the conversation has started afresh (after a ``DELETE``)."""
+
+    @property
+    def first_turn_checkpoint_id(self) -> str | None:
+        """While a first turn runs (no checkpoint referenced yet, a live lease): the
+        checkpoint it is writing, readable as it goes; ``None`` otherwise."""
+        if self.checkpoint_id is not None or not self.lease_is_live:
+            return None
+        return ConversationKey(self.principal, self.conversation_id).checkpoint_id(
+            self.generation)
 
     @property
     def lease_is_live(self) -> bool:
@@ -88,7 +104,7 @@ def _describe(session: AgentSession) -> HostedConversation | None:
         ref.head_snapshot_id if isinstance(ref, CheckpointReference) else None,
         dict(lease) if isinstance(lease, dict) else None,
         deleted=CHECKPOINT_KEY not in state and AGENT_SESSION_KEY not in state
-        and lease is None)
+        and lease is None, generation=int(state.get(GENERATION_KEY, 0)))
 
 
 async def list_hosted_conversations(session_store: SessionStore) -> list[HostedConversation]:

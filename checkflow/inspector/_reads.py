@@ -87,6 +87,16 @@ def _turn_view(turn: TurnRecord) -> dict[str, Any]:
             "ended_at": turn.ended_at, "error": turn.error}
 
 
+def _running_turn(conversation: HostedConversation) -> list[dict[str, Any]]:
+    """The turn a live lease is running, as the turns table shows it (none without one)."""
+    mark = conversation.lease.get("turn") if conversation.lease is not None else None
+    if not conversation.lease_is_live or not isinstance(mark, dict) or "id" not in mark:
+        return []
+    return [{"turn_id": str(mark["id"]), "protocol": str(mark.get("protocol", "native")),
+             "state": "running", "status": "running", "first_snapshot_id": None,
+             "last_snapshot_id": None, "started_at": None, "ended_at": None, "error": None}]
+
+
 def _targets(parent: CheckpointSnapshot) -> list[str]:
     """The executors a superstep delivered to: the targets of its parent's pending messages."""
     pending = jsonable(inspect_state(parent)).get("messages", {}).get("pending")
@@ -126,18 +136,23 @@ class InspectorReader:
         return rows
 
     async def _row(self, conversation: HostedConversation) -> ConversationRow:
-        if conversation.checkpoint_id is None or conversation.head_snapshot_id is None:
-            running = "running" if conversation.lease_is_live else None  # a first turn
+        first_turn = conversation.first_turn_checkpoint_id
+        checkpoint_id = conversation.checkpoint_id or first_turn
+        running = "running" if conversation.lease_is_live else None
+        if checkpoint_id is None:
             return ConversationRow(conversation, running, None, 0, None)
         try:
-            checkpoint = await self.checkpoint_storage.load(conversation.checkpoint_id)
-            head = checkpoint.get_snapshot(conversation.head_snapshot_id)
+            checkpoint = await self.checkpoint_storage.load(checkpoint_id)
+            stored = checkpoint.persisted_head_snapshot_id
+            head_id = conversation.head_snapshot_id or stored
+            head = None if head_id is None else checkpoint.get_snapshot(head_id)
         except (CheckpointNotFoundError, SnapshotNotFoundError):
-            return ConversationRow(conversation, LOST, None, 0, None)
-        stored = checkpoint.persisted_head_snapshot_id
+            # a first turn that has not committed its input yet, or a lost head
+            return ConversationRow(conversation, running if first_turn else LOST, None, 0, None)
+        if head is None:
+            return ConversationRow(conversation, running, None, 0, None)
         latest = checkpoint.get_snapshot(stored) if stored is not None else head
-        status = "running" if conversation.lease_is_live else _status(head)
-        return ConversationRow(conversation, status, latest.timestamp,
+        return ConversationRow(conversation, running or _status(head), latest.timestamp,
                                len(checkpoint.snapshots), _protocol(latest))
 
     async def conversation(self, conversation_id: str, principal: str | None
@@ -146,14 +161,16 @@ class InspectorReader:
         resume point; ``None`` while a first turn runs or once storage lost it).
 
         ``ConversationNotFoundError`` when the principal has no such conversation, or its
-        checkpoint is gone (``checkflow conversations show`` says why). Nothing is moved:
-        a turn may be running on the same checkpoint."""
+        checkpoint is gone (``checkflow conversations show`` says why); a first turn still
+        running is read from the checkpoint it writes, once it committed its input. Nothing
+        is moved: a turn may be running on the same checkpoint."""
         conversation = await hosted_conversation(self.session_store, conversation_id,
                                                  principal=principal)
-        if conversation.deleted or conversation.checkpoint_id is None:
+        checkpoint_id = conversation.checkpoint_id or conversation.first_turn_checkpoint_id
+        if conversation.deleted or checkpoint_id is None:
             raise ConversationNotFoundError(conversation_id)
         try:
-            checkpoint = await self.checkpoint_storage.load(conversation.checkpoint_id)
+            checkpoint = await self.checkpoint_storage.load(checkpoint_id)
         except CheckpointNotFoundError:
             raise ConversationNotFoundError(conversation_id) from None
         good = conversation.head_snapshot_id
@@ -202,7 +219,8 @@ class InspectorReader:
             "snapshots": [snapshot_summary(s, good) for s in checkpoint.snapshots],
             "pending_requests": [] if head is None else self._pending(head),
             "outputs": jsonable(list(outputs)),
-            "turns": [_turn_view(t) for t in lineage_turns(checkpoint, good, self.workflow)],
+            "turns": [*(_turn_view(t) for t in lineage_turns(checkpoint, good, self.workflow)),
+                      *_running_turn(conversation)],
             "resume_token": None if good is None else {
                 "checkpoint_id": checkpoint.checkpoint_id, "snapshot_id": good},
             "read_at": time.time(),

@@ -131,6 +131,7 @@ async def test_a_running_turn_shows_its_live_lease(served: WorkflowHost, gate: G
             rows = {r["conversation_id"]: r for r in
                     (await client.get(f"{API}/conversations")).json()["conversations"]}
             detail = (await client.get(f"{API}/conversations/c1")).json()
+            fresh = (await client.get(f"{API}/conversations/c2")).json()
         finally:
             gate.release.set()
             await asyncio.gather(running, first)
@@ -139,6 +140,15 @@ async def test_a_running_turn_shows_its_live_lease(served: WorkflowHost, gate: G
     assert rows["c2"]["status"] == "running" and rows["c2"]["head_snapshot_id"] is None
     assert detail.get("status") == "running", detail
     assert detail["lease"]["owner"]
+    assert detail["turns"][-1]["state"] == "running"  # the lease's turn, after the lineage's
+    assert [t["state"] for t in after["turns"]] == ["committed", "committed"]
+    # a first turn is read from the checkpoint it writes: no good head yet, its input there
+    assert fresh["status"] == "running" and fresh["head_snapshot_id"] is None
+    assert fresh["resume_token"] is None and fresh["pending_requests"] == []
+    assert [s["metadata"]["boundary"] for s in fresh["snapshots"]][:1] == ["input_accepted"]
+    assert fresh["storage_head_snapshot_id"] == fresh["snapshots"][-1]["snapshot_id"]
+    assert [(t["state"], t["protocol"]) for t in fresh["turns"]] == [("running", "native")]
+    assert rows["c2"]["snapshot_count"] == len(fresh["snapshots"]) >= 1
     assert after["status"] == "idle" and after["lease"] is None
     assert len(after["snapshots"]) > len(detail["snapshots"])
 

@@ -37,8 +37,7 @@ async def open_running(page: Any, server: Process, gates: Gates, name: str
                        ) -> tuple[asyncio.Task[httpx.Response], Any]:
     """A turn held on gate ``name``, and its conversation's page showing it running.
 
-    The conversation's first turn has ended (a conversation is stored once a turn ends); its
-    second is the held one."""
+    The conversation's first turn has ended; its second is the held one."""
     first = await post_run(server, name, "hello")
     assert first.status_code == 200 and first.json()["status"] == "idle", first.text
     run = asyncio.create_task(post_run(server, name, f"hold:{name}"))
@@ -76,6 +75,34 @@ async def test_the_page_follows_a_running_turn_until_it_ends_without_reloading(
     await expect(events.first).to_be_attached()
     types = await events.evaluate_all("es => es.map(e => e.dataset.type)")
     assert "SnapshotCommittedEvent" in types, types
+    assert await page.evaluate("window.__sameDocument") is True
+
+
+async def test_a_new_conversation_is_shown_while_its_first_turn_runs(
+    servers: Servers, gates: Gates, page: Any,
+) -> None:
+    server = servers.serve("e2e_flows:workflow")
+    run = asyncio.create_task(post_run(server, "fresh", "hold:fresh"))
+    await gates.wait_entered("fresh")
+    await page.goto(conversation_url(server, "fresh"))
+    await expect(page.locator("body")).to_have_attribute("data-ready", "conversation")
+    await expect(page.get_by_test_id("conversation-status")).to_have_text("running")
+    running = await detail(server, "fresh")
+    assert running["head_snapshot_id"] is None  # nothing of it is the conversation's yet
+    nodes = page.get_by_test_id("snapshot-node")
+    await expect(nodes).to_have_count(len(running["snapshots"]))
+    await expect(page.get_by_test_id("turns")).to_contain_text("running")
+    await page.evaluate("window.__sameDocument = true")
+
+    gates.release("fresh")
+    answer = await run
+    assert answer.status_code == 200 and answer.json()["status"] == "idle", answer.text
+    done = await detail(server, "fresh")
+    await expect(page.get_by_test_id("conversation-status")).to_have_text("idle")
+    await expect(nodes).to_have_count(len(done["snapshots"]))
+    head = page.locator('[data-testid="snapshot-node"][data-head="true"]')
+    await expect(head).to_have_attribute("data-snapshot-id", done["head_snapshot_id"])
+    await expect(page.get_by_test_id("outputs").locator("li")).to_have_text(["HOLD:FRESH"])
     assert await page.evaluate("window.__sameDocument") is True
 
 

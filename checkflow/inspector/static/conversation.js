@@ -195,7 +195,7 @@ export class ConversationPage {
       sid = null;
       this.explicit = false;
     }
-    await this.select(sid || this.conv.head_snapshot_id, { force });
+    await this.select(sid || this.conv.head_snapshot_id || this.conv.storage_head_snapshot_id, { force });
   }
 
   async fetchConversation() {
@@ -227,8 +227,9 @@ export class ConversationPage {
           this.ctx.showError(error);
           return;
         }
-        if (!this.explicit && this.conv && this.selected !== this.conv.head_snapshot_id && !this.signal.aborted) {
-          await this.select(this.conv.head_snapshot_id, { background: true });
+        const head = this.conv && (this.conv.head_snapshot_id || this.conv.storage_head_snapshot_id);
+        if (!this.explicit && head && this.selected !== head && !this.signal.aborted) {
+          await this.select(head, { background: true });
         }
       } while (this.again && !this.signal.aborted);
     })().finally(() => { this.fetching = null; });
