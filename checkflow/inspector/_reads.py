@@ -10,8 +10,6 @@ never write to a store.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +34,8 @@ from checkflow.hosting import (
     snapshot_summary,
 )
 from checkflow.sessions import SessionStore
-from checkflow.workflows import Workflow, inspect_snapshot
+from checkflow.state import decode_for_inspection
+from checkflow.workflows import RunStatus, SnapshotView, Workflow, inspect_snapshot
 
 __all__ = ["ConversationRow", "InspectorReader", "lease_view"]
 
@@ -87,19 +86,34 @@ def _turn_view(turn: TurnRecord) -> dict[str, Any]:
             "ended_at": turn.ended_at, "error": turn.error}
 
 
-def _running_turn(conversation: HostedConversation) -> list[dict[str, Any]]:
-    """The turn a live lease is running, as the turns table shows it (none without one)."""
+def _running_turn(conversation: HostedConversation) -> list[TurnRecord]:
+    """The turn a live lease is running (none without one), for the turns table."""
     mark = conversation.lease.get("turn") if conversation.lease is not None else None
     if not conversation.lease_is_live or not isinstance(mark, dict) or "id" not in mark:
         return []
-    return [{"turn_id": str(mark["id"]), "protocol": str(mark.get("protocol", "native")),
-             "state": "running", "status": "running", "first_snapshot_id": None,
-             "last_snapshot_id": None, "started_at": None, "ended_at": None, "error": None}]
+    return [TurnRecord(str(mark["id"]), mark.get("key"), str(mark.get("protocol", "native")),
+                       {}, "running", RunStatus.RUNNING)]
+
+
+def _pending(view: SnapshotView | None) -> list[dict[str, Any]]:
+    """The requests pending at a snapshot, each with its answer's schema (``None`` when
+    unknown here) and type name."""
+    found = []
+    for request in () if view is None else view.pending_requests.values():
+        body = pending_view(request)
+        body["response_type"] = request.response_type_name
+        body["response_schema"] = body["response_schema"] or None
+        found.append(body)
+    return found
 
 
 def _targets(parent: CheckpointSnapshot) -> list[str]:
-    """The executors a superstep delivered to: the targets of its parent's pending messages."""
-    pending = jsonable(inspect_state(parent)).get("messages", {}).get("pending")
+    """The executors a superstep delivered to: the targets of its parent's pending messages
+    (only that part of the parent is decoded)."""
+    record = parent.record
+    data = record.parts.get("messages", {}).get("pending")
+    pending = None if data is None else jsonable(
+        decode_for_inspection(data, format=record.format))
     messages = pending.get("messages", []) if isinstance(pending, dict) else []
     found: list[str] = []
     for message in messages if isinstance(messages, list) else []:
@@ -178,32 +192,19 @@ class InspectorReader:
             good = None
         return conversation, checkpoint, good
 
-    def _pending(self, snapshot: CheckpointSnapshot) -> list[dict[str, Any]]:
+    def _view(self, snapshot: CheckpointSnapshot) -> SnapshotView | None:
+        """The engine's view of ``snapshot`` (``None`` for one that is no run state)."""
         try:
-            view = inspect_snapshot(snapshot, workflow=self.workflow)
+            return inspect_snapshot(snapshot, workflow=self.workflow)
         except CheckflowError:
-            return []
-        found = []
-        for request in view.pending_requests.values():
-            body = pending_view(request)
-            body["response_type"] = getattr(request, "response_type_name", "") or getattr(
-                request.response_type, "__name__", str(request.response_type))
-            if not body["response_schema"]:
-                body["response_schema"] = None
-            found.append(body)
-        return found
+            return None
 
     def detail(self, conversation: HostedConversation, checkpoint: Checkpoint,
                good: str | None) -> dict[str, Any]:
         """The conversation page's data: every snapshot's summary, the good head's requests
-        and outputs, the turns on its lineage."""
+        and outputs, the turns on its lineage and the one a live lease runs."""
         head = None if good is None else checkpoint.get_snapshot(good)
-        outputs: Sequence[Any] = ()
-        if head is not None:
-            try:
-                outputs = inspect_snapshot(head, workflow=self.workflow).outputs
-            except CheckflowError:
-                outputs = ()
+        view = None if head is None else self._view(head)
         status = "running" if conversation.lease_is_live else (
             None if head is None else _status(head))
         return {
@@ -217,13 +218,12 @@ class InspectorReader:
             "lease": lease_view(conversation.lease, conversation.lease_is_live),
             "tips": [s.snapshot_id for s in checkpoint.tips()],
             "snapshots": [snapshot_summary(s, good) for s in checkpoint.snapshots],
-            "pending_requests": [] if head is None else self._pending(head),
-            "outputs": jsonable(list(outputs)),
-            "turns": [*(_turn_view(t) for t in lineage_turns(checkpoint, good, self.workflow)),
-                      *_running_turn(conversation)],
+            "pending_requests": _pending(view),
+            "outputs": jsonable(list(view.outputs) if view is not None else []),
+            "turns": [_turn_view(t) for t in (*lineage_turns(checkpoint, good, self.workflow),
+                                              *_running_turn(conversation))],
             "resume_token": None if good is None else {
                 "checkpoint_id": checkpoint.checkpoint_id, "snapshot_id": good},
-            "read_at": time.time(),
         }
 
     def snapshot(self, checkpoint: Checkpoint, good: str | None, snapshot_id: str
@@ -237,7 +237,7 @@ class InspectorReader:
         ran = inspect_metadata(snapshot).get("boundary") == "superstep_completed"
         body["executors"] = _targets(checkpoint.get_snapshot(parent)) if (
             ran and parent is not None) else []
-        body["pending_requests"] = self._pending(snapshot)
+        body["pending_requests"] = _pending(self._view(snapshot))
         return body
 
     async def orphans(self) -> list[str]:

@@ -369,3 +369,9 @@ def test_inspect_names_a_storage_it_cannot_open(tmp_path: Any,
     assert f"no such directory '{missing}'" in capsys.readouterr().err
     assert main(["inspect", "--storage", "memory:", "--port", "70000"]) == 2
     assert "port 70000 is out of range" in capsys.readouterr().err
+
+
+async def test_the_inspector_and_docs_are_off_unless_mounted(served: WorkflowHost) -> None:
+    async with client_for(create_app(served)) as client:
+        for path in ("/inspector/", "/inspector/api/meta", "/docs/"):
+            assert (await client.get(path)).status_code == 404, path

@@ -173,7 +173,6 @@ async def load_task(host: Host, task_id: str, principal: str | None, *,
     elif check_running and turns[-1].pending_requests and lineage[-1] is turns[-1]:
         # paused at the head: its continuation may be running (here or elsewhere)
         running = await host.find_turn(context_id, principal=principal)
-        if running is not None and running.data.get(TASK_KEY) == task_id and (
-                running.turn_id != turns[-1].turn_id):  # not the paused turn, still closing
+        if running is not None and running.data.get(TASK_KEY) == task_id:
             turns.append(running)
     return render(task_id, context_id, turns)
