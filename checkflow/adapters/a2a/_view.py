@@ -149,8 +149,9 @@ async def load_task(host: Host, task_id: str, principal: str | None, *,
     key. Most tasks are on the context's lineage, so that is read first (one session read,
     one checkpoint load, which a ``Host.run`` right after reuses); a task found there
     paused at the head may have its continuation running, which ``check_running`` asks the
-    lease about. Otherwise ``find_turn`` answers its first turn wherever it is recorded:
-    running, failed, cancelled (its owner dead too), or on a line a branch left.
+    lease about (and, when none runs, reads the lineage again: one that ended between the
+    two reads is on it by then). Otherwise ``find_turn`` answers its first turn wherever it
+    is recorded: running, failed, cancelled (its owner dead too), or on a line a branch left.
     """
     parsed = parse_task_id(task_id)
     if parsed is None:
@@ -175,4 +176,8 @@ async def load_task(host: Host, task_id: str, principal: str | None, *,
         running = await host.find_turn(context_id, principal=principal)
         if running is not None and running.data.get(TASK_KEY) == task_id:
             turns.append(running)
+        elif running is None:
+            # The lineage was read before the lease: a continuation that ended in between is
+            # on the lineage now. Read it again rather than show the pause it answered.
+            return await load_task(host, task_id, principal, check_running=False)
     return render(task_id, context_id, turns)

@@ -24,6 +24,7 @@ from push_receiver import Receiver, running_receiver
 
 from checkflow.adapters.a2a import TOKEN_HEADER, PushPolicy, PushRetry, PushURLError
 from checkflow.adapters.a2a._parts import proto_value
+from checkflow.adapters.a2a._view import load_task
 from checkflow.hosting import WorkflowHost
 
 FAST = PushRetry(attempts=4, first_delay=0.05, factor=2.0, max_delay=1.0, timeout=10.0)
@@ -114,6 +115,41 @@ async def test_each_state_change_is_posted_with_the_token_and_credentials(
     if states[:1] == ["TASK_STATE_INPUT_REQUIRED"]:
         states = states[1:]
     assert states[-1] == COMPLETED and set(states) <= {"TASK_STATE_WORKING", COMPLETED}
+
+
+class _AnswerBetweenReads:
+    """A host whose lease is read only after the task's answer ran to its end: the view's
+    two reads (lineage, then the running turn) straddle the continuation's whole turn."""
+
+    def __init__(self, host: WorkflowHost, answer: Any) -> None:
+        self.host, self.answer = host, answer
+
+    async def turns(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.host.turns(*args, **kwargs)
+
+    async def find_turn(self, *args: Any, **kwargs: Any) -> Any:
+        if self.answer is not None:
+            answer, self.answer = self.answer, None
+            await answer()
+        return await self.host.find_turn(*args, **kwargs)
+
+
+async def test_a_continuation_ending_between_the_views_reads_is_not_shown_as_its_pause(
+        host: WorkflowHost, connect: ClientMaker) -> None:
+    # what the deliverer once posted after WORKING: the pause again, read from a lineage
+    # that predated the answer's end
+    client = await connect()
+    task = await send_task(client, user_message("ask", context_id="race-ctx"))
+    assert task.status.state == a2a_pb2.TASK_STATE_INPUT_REQUIRED
+
+    async def answer_it() -> None:
+        done = await send_task(client, answer(task.id))
+        assert done.status.state == a2a_pb2.TASK_STATE_COMPLETED
+
+    racing = _AnswerBetweenReads(host, answer_it)
+    view = await load_task(racing, task.id, "alice")  # type: ignore[arg-type]
+    assert racing.answer is None  # the answer did run between the two reads
+    assert view is not None and view.state == a2a_pb2.TASK_STATE_COMPLETED
 
 
 async def test_a_message_s_own_config_is_used_for_its_new_task(
